@@ -1,0 +1,336 @@
+"""Contact with static obstacles: detection and the normal and friction rows.
+
+Every collision point (a particle, or a point fixed on a body shape: sphere centre, capsule
+end, box corner, or the lowest rim point of a cylinder cap) has one fixed slot per static
+obstacle of its world, so the Jacobian's sparsity never changes; a slot is active when its
+point comes within a margin of the obstacle at the predicted positions.
+
+Normal row (Fischer-Burmeister): a = gap, b = r lambda_n with r = J M^-1 J^T of the row (so a
+and b are both lengths), phi = a + b - sqrt(a^2 + b^2). Dividing the linearised phi by
+d phi / d a gives a compliant row: compliance r (d phi/d b)/(d phi/d a) >= 0, right-hand side
+-phi / (d phi / d a). The corner a = b = 0 is regularised by a tiny length inside the root.
+
+Friction rows (two per contact, Coulomb, isotropic) act on the tangential displacement of the
+contact point since the start of the substep, u = D^T (p(x) - p(x_n)). A contact sticks (u -> 0)
+until its friction multiplier leaves the cone |lambda_f| <= mu lambda_n (lambda_n of the current
+iterate); from then on it slides for the rest of the substep, its rows holding lambda_f on the
+cone against the slip (maximal dissipation). After every solve the multipliers are projected
+onto the admissible set (lambda_n >= 0, cone) before positions move.
+"""
+
+import warp as wp
+
+from .distance import write_neutral_row
+from .entities import body_generalized_inverse_mass, write_body_block, write_particle_block
+
+OBSTACLE_PLANE = wp.constant(0)
+OBSTACLE_BOX = wp.constant(1)
+OBSTACLE_CYLINDER = wp.constant(2)
+
+POINT_FIXED = wp.constant(0)
+POINT_CYLINDER_RIM = wp.constant(1)
+
+
+@wp.func
+def obstacle_distance(kind: int, tf: wp.transform, size: wp.vec3, p: wp.vec3):
+    """Signed distance and outward normal of a static obstacle at p, packed as (n, d).
+
+    Plane: the local z = 0 plane, normal local +z. Box: half extents size. Cylinder: local z
+    axis, radius size[0], half height size[1].
+    """
+    q = wp.transform_get_rotation(tf)
+    pl = wp.quat_rotate_inv(q, p - wp.transform_get_translation(tf))
+    n = wp.vec3(0.0, 0.0, 1.0)
+    d = pl[2]
+    if kind == OBSTACLE_BOX:
+        c = wp.vec3(wp.clamp(pl[0], -size[0], size[0]), wp.clamp(pl[1], -size[1], size[1]), wp.clamp(pl[2], -size[2], size[2]))
+        diff = pl - c
+        dist = wp.length(diff)
+        if dist > 0.0:
+            n = diff / dist
+            d = dist
+        else:
+            # Inside: the nearest face.
+            best = int(0)
+            gap = wp.abs(pl[0]) - size[0]
+            for k in range(1, 3):
+                g = wp.abs(pl[k]) - size[k]
+                if g > gap:
+                    gap = g
+                    best = k
+            n = wp.vec3(0.0)
+            n[best] = wp.sign(pl[best])
+            d = gap
+    elif kind == OBSTACLE_CYLINDER:
+        rho = wp.sqrt(pl[0] * pl[0] + pl[1] * pl[1])
+        radial = wp.vec3(1.0, 0.0, 0.0)
+        if rho > 0.0:
+            radial = wp.vec3(pl[0] / rho, pl[1] / rho, 0.0)
+        axial = wp.vec3(0.0, 0.0, wp.sign(pl[2]))
+        dr = rho - size[0]
+        dz = wp.abs(pl[2]) - size[1]
+        if dr > 0.0 and dz > 0.0:
+            d = wp.sqrt(dr * dr + dz * dz)
+            n = (radial * dr + axial * dz) / d
+        elif dr > dz:
+            d = dr
+            n = radial
+        else:
+            d = dz
+            n = axial
+    return wp.vec4(wp.quat_rotate(q, n)[0], wp.quat_rotate(q, n)[1], wp.quat_rotate(q, n)[2], d)
+
+
+@wp.func
+def entity_point(
+    entity: int,
+    local: wp.vec3,
+    particle_count: int,
+    particle_q: wp.array(dtype=wp.vec3),
+    body_q: wp.array(dtype=wp.transform),
+):
+    if entity < particle_count:
+        return particle_q[entity]
+    return wp.transform_point(body_q[entity - particle_count], local)
+
+
+@wp.kernel
+def detect_contacts(
+    particle_q: wp.array(dtype=wp.vec3),
+    particle_q_prev: wp.array(dtype=wp.vec3),
+    body_q: wp.array(dtype=wp.transform),
+    body_q_prev: wp.array(dtype=wp.transform),
+    particle_count: int,
+    slot_entity: wp.array(dtype=int),
+    slot_kind: wp.array(dtype=int),
+    slot_local: wp.array(dtype=wp.vec3),
+    slot_axis: wp.array(dtype=wp.vec3),
+    slot_rim_radius: wp.array(dtype=float),
+    slot_radius: wp.array(dtype=float),
+    slot_obstacle: wp.array(dtype=int),
+    obstacle_kind: wp.array(dtype=int),
+    obstacle_transform: wp.array(dtype=wp.transform),
+    obstacle_size: wp.array(dtype=wp.vec3),
+    margin: float,
+    contact_active: wp.array(dtype=int),
+    contact_sliding: wp.array(dtype=int),
+    contact_anchor: wp.array(dtype=wp.vec3),
+    contact_normal: wp.array(dtype=wp.vec3),
+    contact_surface: wp.array(dtype=wp.vec3),
+    contact_start: wp.array(dtype=wp.vec3),
+):
+    s = wp.tid()
+    e = slot_entity[s]
+    o = slot_obstacle[s]
+    kind = obstacle_kind[o]
+    tf = obstacle_transform[o]
+    size = obstacle_size[o]
+    anchor = slot_local[s]
+    if slot_kind[s] == POINT_CYLINDER_RIM:
+        # The cap's rim point deepest toward the obstacle, chosen once per substep.
+        body_tf = body_q[e - particle_count]
+        nd = obstacle_distance(kind, tf, size, wp.transform_point(body_tf, anchor))
+        down = wp.quat_rotate_inv(wp.transform_get_rotation(body_tf), -wp.vec3(nd[0], nd[1], nd[2]))
+        axis = slot_axis[s]
+        radial = down - axis * wp.dot(down, axis)
+        rl = wp.length(radial)
+        if rl > 1.0e-6:
+            anchor = anchor + radial * (slot_rim_radius[s] / rl)
+    p = entity_point(e, anchor, particle_count, particle_q, body_q)
+    nd = obstacle_distance(kind, tf, size, p)
+    n = wp.vec3(nd[0], nd[1], nd[2])
+    gap = nd[3] - slot_radius[s]
+    if e >= particle_count:
+        # Friction acts on the material point of a rounded body shape that touches the obstacle,
+        # so that a sphere or capsule rolls instead of sliding.
+        body_rot = wp.transform_get_rotation(body_q[e - particle_count])
+        anchor = anchor - wp.quat_rotate_inv(body_rot, n) * slot_radius[s]
+    p0 = entity_point(e, anchor, particle_count, particle_q_prev, body_q_prev)
+    contact_anchor[s] = anchor
+    contact_normal[s] = n
+    contact_surface[s] = p - n * nd[3]
+    contact_start[s] = p0
+    if gap < margin + wp.length(p - p0):
+        contact_active[s] = 1
+    else:
+        contact_active[s] = 0
+        contact_sliding[s] = 0
+
+
+@wp.func
+def tangent_basis(n: wp.vec3):
+    t = wp.vec3(1.0, 0.0, 0.0)
+    if wp.abs(n[0]) > 0.9:
+        t = wp.vec3(0.0, 1.0, 0.0)
+    t1 = wp.normalize(t - n * wp.dot(t, n))
+    return wp.mat33(t1[0], t1[1], t1[2], wp.cross(n, t1)[0], wp.cross(n, t1)[1], wp.cross(n, t1)[2], n[0], n[1], n[2])
+
+
+@wp.func
+def write_contact_jacobian(
+    J_values: wp.array(dtype=float),
+    nz: int,
+    entity: int,
+    particle_count: int,
+    r: wp.vec3,
+    direction: wp.vec3,
+    particle_inv_mass: wp.array(dtype=float),
+    body_inv_mass: wp.array(dtype=float),
+    body_inv_inertia_world: wp.array(dtype=wp.mat33),
+):
+    """Write the row's Jacobian block and return its J M^-1 J^T."""
+    if entity < particle_count:
+        write_particle_block(J_values, nz, direction)
+        return particle_inv_mass[entity]
+    b = entity - particle_count
+    ang = wp.cross(r, direction)
+    write_body_block(J_values, nz, direction, ang)
+    return body_generalized_inverse_mass(body_inv_mass[b], body_inv_inertia_world[b], direction, ang)
+
+
+@wp.func
+def zero_contact_jacobian(J_values: wp.array(dtype=float), nz: int, entity: int, particle_count: int):
+    if entity < particle_count:
+        write_particle_block(J_values, nz, wp.vec3(0.0))
+    else:
+        write_body_block(J_values, nz, wp.vec3(0.0), wp.vec3(0.0))
+
+
+@wp.kernel
+def eval_contact_rows(
+    particle_q: wp.array(dtype=wp.vec3),
+    body_q: wp.array(dtype=wp.transform),
+    particle_inv_mass: wp.array(dtype=float),
+    body_inv_mass: wp.array(dtype=float),
+    body_inv_inertia_world: wp.array(dtype=wp.mat33),
+    particle_count: int,
+    slot_entity: wp.array(dtype=int),
+    slot_radius: wp.array(dtype=float),
+    slot_mu: wp.array(dtype=float),
+    slot_row: wp.array(dtype=int),
+    contact_active: wp.array(dtype=int),
+    contact_sliding: wp.array(dtype=int),
+    contact_anchor: wp.array(dtype=wp.vec3),
+    contact_normal: wp.array(dtype=wp.vec3),
+    contact_surface: wp.array(dtype=wp.vec3),
+    contact_start: wp.array(dtype=wp.vec3),
+    lam: wp.array(dtype=float),
+    fb_epsilon: float,
+    regularization: float,
+    slip_length: float,
+    slide_compliance_ratio: float,
+    J_offsets: wp.array(dtype=int),
+    J_values: wp.array(dtype=float),
+    row_c: wp.array(dtype=float),
+    row_compliance: wp.array(dtype=float),
+    row_damping: wp.array(dtype=float),
+):
+    s = wp.tid()
+    e = slot_entity[s]
+    row = slot_row[s]
+    if contact_active[s] == 0:
+        for k in range(3):
+            zero_contact_jacobian(J_values, J_offsets[row + k], e, particle_count)
+            write_neutral_row(row + k, row_c, row_compliance, row_damping)
+        return
+
+    p = entity_point(e, contact_anchor[s], particle_count, particle_q, body_q)
+    r = wp.vec3(0.0)
+    if e >= particle_count:
+        r = p - wp.transform_get_translation(body_q[e - particle_count])
+    basis = tangent_basis(contact_normal[s])
+
+    # Normal row: Fischer-Burmeister.
+    n = contact_normal[s]
+    w_n = write_contact_jacobian(
+        J_values, J_offsets[row], e, particle_count, r, n, particle_inv_mass, body_inv_mass, body_inv_inertia_world
+    )
+    lam_n = lam[row]
+    a = wp.dot(n, p - contact_surface[s])
+    if e < particle_count:
+        a -= slot_radius[s]
+    b = w_n * lam_n
+    root = wp.sqrt(a * a + b * b + fb_epsilon * fb_epsilon)
+    phi = a + b - root
+    phi_a = wp.max(1.0 - a / root, 1.0e-9)
+    phi_b = 1.0 - b / root
+    # A small floor on the compliance keeps the system regular when several contacts hold one
+    # body (four corners of a box: more rows than degrees of freedom).
+    alpha = w_n * (phi_b / phi_a + regularization)
+    row_c[row] = phi / phi_a - alpha * lam_n
+    row_compliance[row] = alpha
+    row_damping[row] = 0.0
+
+    # Friction rows. Sticking: (nearly) hard on the tangential displacement. A contact whose stick
+    # force leaves the cone slides, and keeps sliding in later substeps until friction alone could
+    # stop its slip within one substep; a sliding contact's rows hold the friction multiplier on
+    # the cone against the slip inside the linear solve, so that the normal forces of that solve
+    # see the true friction (a sliding box neither rocks nor is thrown by a stick force).
+    u = basis * (p - contact_start[s])
+    slip = wp.vec2(u[0], u[1])
+    slip_norm = wp.length(slip)
+    limit = slot_mu[s] * wp.max(lam_n, 0.0)
+    lam_f_norm = wp.length(wp.vec2(lam[row + 1], lam[row + 2]))
+    # Slip that friction alone undoes in one substep: mu lambda_n times the translational inverse mass.
+    w_slip = float(0.0)
+    if e < particle_count:
+        w_slip = particle_inv_mass[e]
+    else:
+        w_slip = body_inv_mass[e - particle_count]
+    if contact_sliding[s] == 0:
+        if limit > 0.0 and lam_f_norm > limit * (1.0 + 1.0e-6):
+            contact_sliding[s] = 1
+    elif limit > 0.0 and slip_norm <= limit * w_slip:
+        contact_sliding[s] = 0
+    for k in range(2):
+        fr = row + 1 + k
+        t = wp.vec3(basis[k, 0], basis[k, 1], basis[k, 2])
+        w_t = write_contact_jacobian(
+            J_values, J_offsets[fr], e, particle_count, r, t, particle_inv_mass, body_inv_mass, body_inv_inertia_world
+        )
+        row_damping[fr] = 0.0
+        if limit <= 0.0 or w_t <= 0.0:
+            write_neutral_row(fr, row_c, row_compliance, row_damping)
+        elif contact_sliding[s] == 0:
+            row_c[fr] = u[k]
+            # Slightly compliant, stiffer in proportion to the normal load: several contacts on
+            # one body then share friction in proportion to their normal forces and reach the
+            # cone together (a box sticks until its total friction exceeds mu N).
+            row_compliance[fr] = regularization * w_t + slip_length / wp.max(lam_n, 1.0e-20)
+        else:
+            target = float(0.0)
+            if slip_norm > 0.0:
+                target = -limit * slip[k] / slip_norm
+            big = slide_compliance_ratio * w_t
+            row_c[fr] = -big * target
+            row_compliance[fr] = big
+
+
+@wp.kernel
+def project_contact_multipliers(
+    slot_mu: wp.array(dtype=float),
+    slot_row: wp.array(dtype=int),
+    contact_active: wp.array(dtype=int),
+    lam: wp.array(dtype=float),
+    dlam: wp.array(dtype=float),
+):
+    """Keep the updated contact multipliers admissible: lambda_n >= 0, |lambda_f| <= mu lambda_n.
+
+    Applied to the Newton step before positions move, so positions always follow the projected
+    multipliers (x = x~ + M^-1 J^T lambda): an iterate never pulls a body into an obstacle, and a
+    contact whose stick force leaves the cone slides with friction mu lambda_n along the stick
+    force, i.e. against its slip (maximal dissipation).
+    """
+    s = wp.tid()
+    if contact_active[s] == 0:
+        return
+    row = slot_row[s]
+    lam_n = wp.max(lam[row] + dlam[row], 0.0)
+    dlam[row] = lam_n - lam[row]
+    limit = slot_mu[s] * lam_n
+    f = wp.vec2(lam[row + 1] + dlam[row + 1], lam[row + 2] + dlam[row + 2])
+    norm = wp.length(f)
+    if norm > limit:
+        f = f * (limit / norm)
+        dlam[row + 1] = f[0] - lam[row + 1]
+        dlam[row + 2] = f[1] - lam[row + 2]

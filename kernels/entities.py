@@ -1,0 +1,50 @@
+"""Device functions shared by all constraint kernels.
+
+Degrees of freedom are numbered particles first (3 per particle), then bodies (6 per body:
+linear then angular, world frame). Every Jacobian row stores one contiguous block per entity it
+touches, in that order, so a row's nonzeros can be walked entity by entity.
+"""
+
+import warp as wp
+
+
+@wp.func
+def write_particle_block(J: wp.array(dtype=float), nz: int, g: wp.vec3):
+    J[nz + 0] = g[0]
+    J[nz + 1] = g[1]
+    J[nz + 2] = g[2]
+
+
+@wp.func
+def write_body_block(J: wp.array(dtype=float), nz: int, lin: wp.vec3, ang: wp.vec3):
+    J[nz + 0] = lin[0]
+    J[nz + 1] = lin[1]
+    J[nz + 2] = lin[2]
+    J[nz + 3] = ang[0]
+    J[nz + 4] = ang[1]
+    J[nz + 5] = ang[2]
+
+
+@wp.func
+def body_point_jacobian_angular(r: wp.vec3, n: wp.vec3):
+    """Angular part of d(n . (x_b + r)) for a body point at world offset r from the centre of mass.
+
+    d(x_b + r) = dx + dtheta x r, so n . (dtheta x r) = dtheta . (r x n).
+    """
+    return wp.cross(r, n)
+
+
+@wp.func
+def body_generalized_inverse_mass(inv_mass: float, inv_inertia: wp.mat33, lin: wp.vec3, ang: wp.vec3):
+    """Jacobian row block times M^-1 times its transpose for one body."""
+    return wp.dot(lin, lin) * inv_mass + wp.dot(ang, inv_inertia * ang)
+
+
+@wp.func
+def rotation_vector_between(q_new: wp.quat, q_old: wp.quat):
+    """Small rotation vector taking q_old to q_new (world frame), the shorter way round."""
+    dq = q_new * wp.quat_inverse(q_old)
+    v = wp.vec3(dq[0], dq[1], dq[2]) * 2.0
+    if dq[3] < 0.0:
+        v = -v
+    return v

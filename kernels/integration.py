@@ -1,0 +1,205 @@
+"""Time integration: prediction, position updates from multipliers, velocities from positions.
+
+Positions are the unknowns of each substep (first-order implicit Euler): the prediction
+x~ = x + h v + h^2 M^-1 f_ext is the Newton start, each Newton iteration moves positions by
+dx = M^-1 J^T dlambda, and the substep's velocities are (x - x_n) / h.
+"""
+
+import warp as wp
+
+from .entities import rotation_vector_between
+
+
+@wp.kernel
+def predict_particles(
+    particle_q: wp.array(dtype=wp.vec3),
+    particle_qd: wp.array(dtype=wp.vec3),
+    particle_f: wp.array(dtype=wp.vec3),
+    particle_inv_mass: wp.array(dtype=float),
+    gravity: wp.vec3,
+    planar_axis: int,
+    h: float,
+    particle_q_prev: wp.array(dtype=wp.vec3),
+):
+    i = wp.tid()
+    x = particle_q[i]
+    v = particle_qd[i]
+    particle_q_prev[i] = x
+    w = particle_inv_mass[i]
+    if w > 0.0:
+        v = v + (gravity + particle_f[i] * w) * h
+    if planar_axis >= 0:
+        v[planar_axis] = 0.0
+    particle_q[i] = x + v * h
+
+
+@wp.kernel
+def predict_bodies(
+    body_q: wp.array(dtype=wp.transform),
+    body_qd: wp.array(dtype=wp.spatial_vector),
+    body_f: wp.array(dtype=wp.spatial_vector),
+    body_inv_mass: wp.array(dtype=float),
+    body_inertia: wp.array(dtype=wp.mat33),
+    body_inv_inertia: wp.array(dtype=wp.mat33),
+    gravity: wp.vec3,
+    planar_axis: int,
+    h: float,
+    body_q_prev: wp.array(dtype=wp.transform),
+):
+    i = wp.tid()
+    tf = body_q[i]
+    body_q_prev[i] = tf
+    p = wp.transform_get_translation(tf)
+    q = wp.transform_get_rotation(tf)
+    v = wp.spatial_top(body_qd[i])
+    w = wp.spatial_bottom(body_qd[i])
+    inv_m = body_inv_mass[i]
+    if inv_m > 0.0:
+        f = body_f[i]
+        v = v + (gravity + wp.spatial_top(f) * inv_m) * h
+        # Torque and the explicit gyroscopic term, both in the world frame.
+        R = wp.quat_to_matrix(q)
+        I_world = R * body_inertia[i] * wp.transpose(R)
+        I_inv_world = R * body_inv_inertia[i] * wp.transpose(R)
+        w = w + I_inv_world * (wp.spatial_bottom(f) - wp.cross(w, I_world * w)) * h
+    if planar_axis >= 0:
+        v[planar_axis] = 0.0
+        # In-plane motion: only rotation about the plane normal survives.
+        w_keep = w[planar_axis]
+        w = wp.vec3(0.0)
+        w[planar_axis] = w_keep
+    p = p + v * h
+    q = wp.normalize(q + wp.quat(w[0], w[1], w[2], 0.0) * q * (0.5 * h))
+    body_q[i] = wp.transform(p, q)
+
+
+@wp.kernel
+def update_world_inverse_inertia(
+    body_q: wp.array(dtype=wp.transform),
+    body_inv_inertia: wp.array(dtype=wp.mat33),
+    body_inv_inertia_world: wp.array(dtype=wp.mat33),
+):
+    i = wp.tid()
+    R = wp.quat_to_matrix(wp.transform_get_rotation(body_q[i]))
+    body_inv_inertia_world[i] = R * body_inv_inertia[i] * wp.transpose(R)
+
+
+@wp.kernel
+def substep_displacement(
+    particle_q: wp.array(dtype=wp.vec3),
+    particle_q_prev: wp.array(dtype=wp.vec3),
+    body_q: wp.array(dtype=wp.transform),
+    body_q_prev: wp.array(dtype=wp.transform),
+    particle_count: int,
+    displacement: wp.array(dtype=float),
+):
+    """Displacement of every degree of freedom since the start of the substep (for damping rows)."""
+    e = wp.tid()
+    if e < particle_count:
+        d = particle_q[e] - particle_q_prev[e]
+        for k in range(3):
+            displacement[3 * e + k] = d[k]
+    else:
+        b = e - particle_count
+        base = 3 * particle_count + 6 * b
+        d = wp.transform_get_translation(body_q[b]) - wp.transform_get_translation(body_q_prev[b])
+        r = rotation_vector_between(wp.transform_get_rotation(body_q[b]), wp.transform_get_rotation(body_q_prev[b]))
+        for k in range(3):
+            displacement[base + k] = d[k]
+            displacement[base + 3 + k] = r[k]
+
+
+@wp.func
+def gather_transpose(
+    JT_offsets: wp.array(dtype=int),
+    JT_columns: wp.array(dtype=int),
+    JT_values: wp.array(dtype=float),
+    x: wp.array(dtype=float),
+    dof: int,
+):
+    """(J^T x)[dof], read from the explicit transpose (no atomics: deterministic)."""
+    s = float(0.0)
+    for k in range(JT_offsets[dof], JT_offsets[dof + 1]):
+        s += JT_values[k] * x[JT_columns[k]]
+    return s
+
+
+@wp.kernel
+def apply_inverse_mass_transpose(
+    JT_offsets: wp.array(dtype=int),
+    JT_columns: wp.array(dtype=int),
+    JT_values: wp.array(dtype=float),
+    x: wp.array(dtype=float),
+    particle_inv_mass: wp.array(dtype=float),
+    body_inv_mass: wp.array(dtype=float),
+    body_inv_inertia_world: wp.array(dtype=wp.mat33),
+    particle_count: int,
+    u: wp.array(dtype=float),
+):
+    """u = M^-1 J^T x, one thread per particle or body."""
+    e = wp.tid()
+    if e < particle_count:
+        w = particle_inv_mass[e]
+        for k in range(3):
+            u[3 * e + k] = w * gather_transpose(JT_offsets, JT_columns, JT_values, x, 3 * e + k)
+    else:
+        b = e - particle_count
+        base = 3 * particle_count + 6 * b
+        lin = wp.vec3(0.0)
+        ang = wp.vec3(0.0)
+        for k in range(3):
+            lin[k] = gather_transpose(JT_offsets, JT_columns, JT_values, x, base + k)
+            ang[k] = gather_transpose(JT_offsets, JT_columns, JT_values, x, base + 3 + k)
+        lin = lin * body_inv_mass[b]
+        ang = body_inv_inertia_world[b] * ang
+        for k in range(3):
+            u[base + k] = lin[k]
+            u[base + 3 + k] = ang[k]
+
+
+@wp.kernel
+def apply_position_update(
+    dx: wp.array(dtype=float),
+    particle_count: int,
+    particle_q: wp.array(dtype=wp.vec3),
+    body_q: wp.array(dtype=wp.transform),
+):
+    """Move particles and bodies by a generalized displacement (bodies: linear, then rotation vector)."""
+    e = wp.tid()
+    if e < particle_count:
+        particle_q[e] = particle_q[e] + wp.vec3(dx[3 * e], dx[3 * e + 1], dx[3 * e + 2])
+    else:
+        b = e - particle_count
+        base = 3 * particle_count + 6 * b
+        tf = body_q[b]
+        p = wp.transform_get_translation(tf) + wp.vec3(dx[base], dx[base + 1], dx[base + 2])
+        w = wp.vec3(dx[base + 3], dx[base + 4], dx[base + 5])
+        q = wp.transform_get_rotation(tf)
+        q = wp.normalize(q + wp.quat(w[0], w[1], w[2], 0.0) * q * 0.5)
+        body_q[b] = wp.transform(p, q)
+
+
+@wp.kernel
+def finish_particle_velocities(
+    particle_q: wp.array(dtype=wp.vec3),
+    particle_q_prev: wp.array(dtype=wp.vec3),
+    inv_h: float,
+    particle_qd: wp.array(dtype=wp.vec3),
+):
+    i = wp.tid()
+    particle_qd[i] = (particle_q[i] - particle_q_prev[i]) * inv_h
+
+
+@wp.kernel
+def finish_body_velocities(
+    body_q: wp.array(dtype=wp.transform),
+    body_q_prev: wp.array(dtype=wp.transform),
+    inv_h: float,
+    body_qd: wp.array(dtype=wp.spatial_vector),
+):
+    i = wp.tid()
+    tf = body_q[i]
+    tf_prev = body_q_prev[i]
+    v = (wp.transform_get_translation(tf) - wp.transform_get_translation(tf_prev)) * inv_h
+    w = rotation_vector_between(wp.transform_get_rotation(tf), wp.transform_get_rotation(tf_prev)) * inv_h
+    body_qd[i] = wp.spatial_vector(v, w)

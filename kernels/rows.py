@@ -1,0 +1,100 @@
+"""The type-independent part of every constraint row.
+
+Each constraint kernel writes, for each of its rows: the residual c, the Jacobian row into the
+CSR values of J, the compliance alpha = E / h^2 (and, for the normal strains of a tetrahedron,
+the off-diagonal coupling of its 3x3 block), and the damping ratio gamma = beta / h. This module
+turns those into the linear system of one Newton step,
+
+    [J M^-1 J^T + alpha / (1 + gamma)] dlambda = -(c + gamma J (x - x_n) + alpha lambda) / (1 + gamma),
+
+(compliant constraints with Rayleigh-type damping, derived by linearising c + gamma J dx + alpha lambda
+= 0 with dx = M^-1 J^T dlambda) and the Jacobi diagonal of that matrix.
+"""
+
+import warp as wp
+
+from .entities import body_generalized_inverse_mass
+
+
+@wp.func
+def block_coupled(values: wp.array(dtype=float), row: int, block_start: int, diagonal: float, off_diagonal: float):
+    """(alpha v)[row] for a row of a 3x3 block [[d, o, o], [o, d, o], [o, o, d]] starting at block_start."""
+    s = diagonal * values[row]
+    if off_diagonal != 0.0:
+        s += off_diagonal * (values[block_start] + values[block_start + 1] + values[block_start + 2] - values[row])
+    return s
+
+
+@wp.kernel
+def prepare_rows(
+    J_offsets: wp.array(dtype=int),
+    J_columns: wp.array(dtype=int),
+    J_values: wp.array(dtype=float),
+    row_c: wp.array(dtype=float),
+    row_compliance: wp.array(dtype=float),
+    row_coupling: wp.array(dtype=float),
+    row_block_start: wp.array(dtype=int),
+    row_damping: wp.array(dtype=float),
+    lam: wp.array(dtype=float),
+    displacement: wp.array(dtype=float),
+    particle_inv_mass: wp.array(dtype=float),
+    body_inv_mass: wp.array(dtype=float),
+    body_inv_inertia_world: wp.array(dtype=wp.mat33),
+    particle_dof_count: int,
+    rhs: wp.array(dtype=float),
+    compliance_eff: wp.array(dtype=float),
+    coupling_eff: wp.array(dtype=float),
+    inv_diagonal: wp.array(dtype=float),
+):
+    i = wp.tid()
+    gamma = row_damping[i]
+    start = J_offsets[i]
+    end = J_offsets[i + 1]
+
+    damping_term = float(0.0)
+    if gamma > 0.0:
+        for k in range(start, end):
+            damping_term += J_values[k] * displacement[J_columns[k]]
+        damping_term *= gamma
+
+    s = 1.0 / (1.0 + gamma)
+    alpha = row_compliance[i]
+    off = row_coupling[i]
+    block = row_block_start[i]
+    rhs[i] = -(row_c[i] + damping_term + block_coupled(lam, i, block, alpha, off)) * s
+    compliance_eff[i] = alpha * s
+    coupling_eff[i] = off * s
+
+    diag = float(0.0)
+    k = start
+    while k < end:
+        col = J_columns[k]
+        if col < particle_dof_count:
+            diag += J_values[k] * J_values[k] * particle_inv_mass[col // 3]
+            k += 1
+        else:
+            b = (col - particle_dof_count) // 6
+            lin = wp.vec3(J_values[k], J_values[k + 1], J_values[k + 2])
+            ang = wp.vec3(J_values[k + 3], J_values[k + 4], J_values[k + 5])
+            diag += body_generalized_inverse_mass(body_inv_mass[b], body_inv_inertia_world[b], lin, ang)
+            k += 6
+    diag += alpha * s
+    if diag > 0.0:
+        inv_diagonal[i] = 1.0 / diag
+    else:
+        inv_diagonal[i] = 0.0
+
+
+@wp.kernel
+def scatter_transpose_values(
+    J_values: wp.array(dtype=float), J_to_JT: wp.array(dtype=int), JT_values: wp.array(dtype=float)
+):
+    """Copy J's values into the fixed-topology CSR of J^T (a permutation: no atomics)."""
+    k = wp.tid()
+    JT_values[J_to_JT[k]] = J_values[k]
+
+
+@wp.kernel
+def accumulate_multipliers(lam: wp.array(dtype=float), dlam: wp.array(dtype=float)):
+    i = wp.tid()
+    lam[i] = lam[i] + dlam[i]

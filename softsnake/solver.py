@@ -1,0 +1,255 @@
+"""Solver: the compliant-constraint, non-smooth Newton time stepper of seed 001, section IV.
+
+One ``step(state_in, state_out, control, dt)`` advances every world by dt [s] in ``substeps``
+substeps. Each substep predicts positions, detects contacts, then runs a fixed number of
+Newton iterations; each iteration assembles the rows (kernels/<type>.py), prepares the system
+(kernels/rows.py), solves it with a fixed number of Jacobi-preconditioned conjugate residual
+iterations (kernels/linear_solver.py) and moves the particles and bodies
+(kernels/integration.py). Nothing inside a step reads back to the host, so on a GPU a whole
+step can be captured in a CUDA graph; the optional finite-state check runs once per step,
+after it.
+"""
+
+import math
+
+import numpy as np
+import warp as wp
+
+from softsnake.kernels import angular_spring, attachment, checks, contact, distance, hinge, integration, linear_solver, rows, tetrahedron
+
+from .errors import SimulationError
+
+
+class Solver:
+    """Non-smooth Newton solver with compliant constraints, many worlds at once.
+
+    Args:
+        model: the finalized :class:`softsnake.Model`
+        substeps: substeps per ``step`` call (the paper: 2)
+        newton_iterations: Newton iterations per substep (the paper: 4)
+        linear_iterations: conjugate residual iterations per Newton iteration (the paper: 20)
+        contact_margin: distance [m] within which a contact slot becomes active
+        check_finite: after every step, raise SimulationError if a world's state is NaN or Inf
+            (one small device-to-host copy per step; switch off for CUDA-graph capture)
+    """
+
+    def __init__(self, model, *, substeps=2, newton_iterations=4, linear_iterations=20, contact_margin=0.01, check_finite=True):
+        for name, value in (("substeps", substeps), ("newton_iterations", newton_iterations), ("linear_iterations", linear_iterations)):
+            if int(value) != value or value < 1:
+                raise ValueError(f"{name} must be a positive integer, got {value}")
+        if not (math.isfinite(contact_margin) and contact_margin >= 0.0):
+            raise ValueError(f"contact_margin must be non-negative, got {contact_margin}")
+        self.model = model
+        self.substeps = int(substeps)
+        self.newton_iterations = int(newton_iterations)
+        self.linear_iterations = int(linear_iterations)
+        self.contact_margin = float(contact_margin)
+        self.check_finite = bool(check_finite)
+        self.fb_epsilon = 1.0e-9
+        """Regularisation of the Fischer-Burmeister corner a = b = 0 [m]."""
+        self.contact_regularization = 1.0e-2
+        """Compliance floor of normal and sticking rows relative to their J M^-1 J^T (redundant contacts)."""
+        self.friction_slip_length = 1.0e-7
+        """Tangential creep [m] per substep at which sticking friction reaches mu lambda_n (load sharing)."""
+        self.slide_compliance_ratio = 1.0e6
+        """Compliance of sliding friction rows relative to their J M^-1 J^T (large: force set by the cone)."""
+        self.min_stiffness_ratio = 1.0e-3
+        """Floor of a nonlinear spring's tangent stiffness, relative to its reference stiffness."""
+        self.step_count = 0
+
+        m, dev = model, model.device
+        self.entity_count = m.particle_count + m.body_count
+        dofs = 3 * m.particle_count + 6 * m.body_count
+        rows_n = m.row_count
+
+        def zeros(n, dtype=float):
+            return wp.zeros(max(n, 1), dtype=dtype, device=dev)
+
+        self.particle_q_prev = zeros(m.particle_count, wp.vec3)
+        self.body_q_prev = zeros(m.body_count, wp.transform)
+        self.body_inv_inertia_world = zeros(m.body_count, wp.mat33)
+        self.displacement = zeros(dofs)
+        self.u = zeros(dofs)
+        self.J_values = zeros(m.nnz)
+        self.JT_values = zeros(m.nnz)
+        names = ("row_c", "row_compliance", "row_coupling", "row_damping", "lam", "rhs", "compliance_eff", "coupling_eff",
+                 "inv_diagonal", "dlam", "z", "p", "Az", "Ap")
+        for name in names:
+            setattr(self, name, zeros(rows_n))
+        self.partial = zeros(m.chunk_count)
+        self.zAz = zeros(m.world_count)
+        self.zAz_new = zeros(m.world_count)
+        self.ApPAp = zeros(m.world_count)
+        self.alpha = zeros(m.world_count)
+        self.beta = zeros(m.world_count)
+        self.contact_active = zeros(m.contact_slot_count, int)
+        self.contact_sliding = zeros(m.contact_slot_count, int)
+        for name in ("contact_anchor", "contact_normal", "contact_surface", "contact_start"):
+            setattr(self, name, zeros(m.contact_slot_count, wp.vec3))
+        self.world_flag = wp.zeros(m.world_count, dtype=int, device=dev)
+
+    # ------------------------------------------------------------------ public
+    def step(self, state_in, state_out, control, dt):
+        """Advance every world by ``dt`` [s] from ``state_in`` into ``state_out`` (may be the same object).
+
+        ``control`` holds the chamber pressures [Pa] and joint targets [rad]; the external forces
+        of ``state_in`` act during the step.
+        """
+        if not (isinstance(dt, (int, float)) and math.isfinite(dt) and dt > 0.0):
+            raise ValueError(f"dt must be a positive finite time step [s], got {dt}")
+        if state_out is not state_in:
+            state_out.assign(state_in)
+            wp.copy(state_out.particle_f, state_in.particle_f)
+            wp.copy(state_out.body_f, state_in.body_f)
+        h = dt / self.substeps
+        for _ in range(self.substeps):
+            self._substep(state_out, control, h)
+        self.step_count += 1
+        if self.check_finite:
+            self._raise_if_nonfinite(state_out)
+
+    # ------------------------------------------------------------------ substep
+    def _substep(self, state, control, h):
+        m, dev = self.model, self.model.device
+        if m.particle_count:
+            wp.launch(integration.predict_particles, m.particle_count, device=dev, inputs=[
+                state.particle_q, state.particle_qd, state.particle_f, m.particle_inv_mass, m.gravity, m.planar_axis, h,
+                self.particle_q_prev])
+        if m.body_count:
+            wp.launch(integration.predict_bodies, m.body_count, device=dev, inputs=[
+                state.body_q, state.body_qd, state.body_f, m.body_inv_mass, m.body_inertia, m.body_inv_inertia, m.gravity,
+                m.planar_axis, h, self.body_q_prev])
+        if m.contact_slot_count:
+            wp.launch(contact.detect_contacts, m.contact_slot_count, device=dev, inputs=[
+                state.particle_q, self.particle_q_prev, state.body_q, self.body_q_prev, m.particle_count,
+                m.slot_entity, m.slot_kind, m.slot_local, m.slot_axis, m.slot_rim_radius, m.slot_radius, m.slot_obstacle,
+                m.obstacle_kind, m.obstacle_transform, m.obstacle_size, self.contact_margin],
+                outputs=[self.contact_active, self.contact_sliding, self.contact_anchor, self.contact_normal,
+                         self.contact_surface, self.contact_start])
+        if m.row_count:
+            self.lam.zero_()
+            for _ in range(self.newton_iterations):
+                self._newton_iteration(state, control, h)
+        inv_h = 1.0 / h
+        if m.particle_count:
+            wp.launch(integration.finish_particle_velocities, m.particle_count, device=dev,
+                      inputs=[state.particle_q, self.particle_q_prev, inv_h, state.particle_qd])
+        if m.body_count:
+            wp.launch(integration.finish_body_velocities, m.body_count, device=dev,
+                      inputs=[state.body_q, self.body_q_prev, inv_h, state.body_qd])
+
+    def _newton_iteration(self, state, control, h):
+        m, dev = self.model, self.model.device
+        inv_h, inv_h2 = 1.0 / h, 1.0 / (h * h)
+        if m.body_count:
+            wp.launch(integration.update_world_inverse_inertia, m.body_count, device=dev,
+                      inputs=[state.body_q, m.body_inv_inertia, self.body_inv_inertia_world])
+        wp.launch(integration.substep_displacement, self.entity_count, device=dev, inputs=[
+            state.particle_q, self.particle_q_prev, state.body_q, self.body_q_prev, m.particle_count, self.displacement])
+        self._evaluate_rows(state, control, inv_h, inv_h2)
+        wp.launch(rows.prepare_rows, m.row_count, device=dev, inputs=[
+            m.J_offsets, m.J_columns, self.J_values, self.row_c, self.row_compliance, self.row_coupling, m.row_block_start,
+            self.row_damping, self.lam, self.displacement, m.particle_inv_mass, m.body_inv_mass, self.body_inv_inertia_world,
+            3 * m.particle_count],
+            outputs=[self.rhs, self.compliance_eff, self.coupling_eff, self.inv_diagonal])
+        wp.launch(rows.scatter_transpose_values, m.nnz, device=dev, inputs=[self.J_values, m.J_to_JT, self.JT_values])
+        self._solve_conjugate_residual()
+        if m.contact_slot_count:
+            wp.launch(contact.project_contact_multipliers, m.contact_slot_count, device=dev,
+                      inputs=[m.slot_mu, m.slot_row, self.contact_active, self.lam, self.dlam])
+        self._apply_inverse_mass_transpose(self.dlam)
+        wp.launch(integration.apply_position_update, self.entity_count, device=dev,
+                  inputs=[self.u, m.particle_count, state.particle_q, state.body_q])
+        wp.launch(rows.accumulate_multipliers, m.row_count, device=dev, inputs=[self.lam, self.dlam])
+
+    def _evaluate_rows(self, state, control, inv_h, inv_h2):
+        m, dev = self.model, self.model.device
+        common = [m.J_offsets, self.J_values, self.row_c, self.row_compliance]
+        # Row types other than tetrahedra have no block coupling; it stays zero from allocation
+        # except on tetrahedral normal rows, which rewrite it every iteration.
+        if m.distance_count:
+            wp.launch(distance.eval_distance_rows, m.distance_count, device=dev, inputs=[
+                state.particle_q, m.distance_particles, m.distance_rest_length, m.distance_compliance, m.distance_damping,
+                m.distance_pressure_channel, m.distance_youngs_modulus, m.distance_row, control.pressure, inv_h, inv_h2,
+                *common, self.row_damping])
+        if m.tet_count:
+            wp.launch(tetrahedron.eval_tetrahedron_rows, m.tet_count, device=dev, inputs=[
+                state.particle_q, m.tet_particles, m.tet_inv_rest, m.tet_volume, m.tet_youngs_modulus, m.tet_poisson_ratio,
+                m.tet_damping, m.tet_row, inv_h, inv_h2, *common, self.row_coupling, self.row_damping])
+        if m.attachment_count:
+            wp.launch(attachment.eval_attachment_rows, m.attachment_count, device=dev, inputs=[
+                state.particle_q, state.body_q, m.attachment_body, m.attachment_particle, m.attachment_local,
+                m.attachment_compliance, m.attachment_damping, m.attachment_row, inv_h, inv_h2, *common, self.row_damping])
+        if m.hinge_count:
+            wp.launch(hinge.eval_hinge_rows, m.hinge_count, device=dev, inputs=[
+                state.body_q, m.hinge_body_a, m.hinge_body_b, m.hinge_anchor_a, m.hinge_anchor_b, m.hinge_axis_a,
+                m.hinge_normal_b1, m.hinge_normal_b2, m.hinge_compliance, m.hinge_row, inv_h2, *common, self.row_damping])
+        if m.spring_count:
+            wp.launch(angular_spring.eval_angular_spring_rows, m.spring_count, device=dev, inputs=[
+                state.body_q, m.spring_body_a, m.spring_body_b, m.spring_axis_a, m.spring_rest_rotation, m.spring_stiffness,
+                m.spring_damping, m.spring_curve_start, m.spring_curve_count, m.curve_angle, m.curve_moment,
+                control.joint_target, m.spring_row, self.min_stiffness_ratio, inv_h, inv_h2, *common, self.row_damping])
+        if m.contact_slot_count:
+            wp.launch(contact.eval_contact_rows, m.contact_slot_count, device=dev, inputs=[
+                state.particle_q, state.body_q, m.particle_inv_mass, m.body_inv_mass, self.body_inv_inertia_world,
+                m.particle_count, m.slot_entity, m.slot_radius, m.slot_mu, m.slot_row, self.contact_active,
+                self.contact_sliding, self.contact_anchor, self.contact_normal, self.contact_surface, self.contact_start,
+                self.lam, self.fb_epsilon, self.contact_regularization, self.friction_slip_length, self.slide_compliance_ratio, *common, self.row_damping])
+
+    # ------------------------------------------------------------------ linear solve
+    def _apply_inverse_mass_transpose(self, x):
+        m = self.model
+        wp.launch(integration.apply_inverse_mass_transpose, self.entity_count, device=m.device, inputs=[
+            m.JT_offsets, m.JT_columns, self.JT_values, x, m.particle_inv_mass, m.body_inv_mass, self.body_inv_inertia_world,
+            m.particle_count], outputs=[self.u])
+
+    def _multiply(self, x, y):
+        """y = [J M^-1 J^T + E] x."""
+        m = self.model
+        self._apply_inverse_mass_transpose(x)
+        wp.launch(linear_solver.multiply_rows, m.row_count, device=m.device, inputs=[
+            m.J_offsets, m.J_columns, self.J_values, self.u, x, self.compliance_eff, self.coupling_eff, m.row_block_start],
+            outputs=[y])
+
+    def _world_dot(self, a, b, result, weight=None):
+        m = self.model
+        wp.launch(linear_solver.reduce_chunks, m.chunk_count, device=m.device, inputs=[
+            a, b, a if weight is None else weight, 0 if weight is None else 1, m.chunk_start, m.chunk_end], outputs=[self.partial])
+        wp.launch(linear_solver.reduce_worlds, m.world_count, device=m.device, inputs=[self.partial, m.world_chunk_start],
+                  outputs=[result])
+
+    def _solve_conjugate_residual(self):
+        """dlam ~= [J M^-1 J^T + E]^-1 rhs by Jacobi-preconditioned conjugate residual, per world."""
+        m, dev = self.model, self.model.device
+        n, W = m.row_count, m.world_count
+        wp.launch(linear_solver.cr_start, n, device=dev, inputs=[self.rhs, self.inv_diagonal], outputs=[self.dlam, self.z, self.p])
+        self._multiply(self.z, self.Az)
+        wp.copy(self.Ap, self.Az)
+        self._world_dot(self.z, self.Az, self.zAz)
+        for _ in range(self.linear_iterations):
+            self._world_dot(self.Ap, self.Ap, self.ApPAp, weight=self.inv_diagonal)
+            wp.launch(linear_solver.cr_step_size, W, device=dev, inputs=[self.zAz, self.ApPAp], outputs=[self.alpha])
+            wp.launch(linear_solver.cr_update_solution, n, device=dev, inputs=[
+                m.row_world, self.alpha, self.p, self.Ap, self.inv_diagonal], outputs=[self.dlam, self.z])
+            self._multiply(self.z, self.Az)
+            self._world_dot(self.z, self.Az, self.zAz_new)
+            wp.launch(linear_solver.cr_direction_ratio, W, device=dev, inputs=[self.zAz_new, self.zAz], outputs=[self.beta])
+            wp.launch(linear_solver.cr_update_direction, n, device=dev, inputs=[
+                m.row_world, self.beta, self.z, self.Az], outputs=[self.p, self.Ap])
+
+    # ------------------------------------------------------------------ checks
+    def _raise_if_nonfinite(self, state):
+        m, dev = self.model, self.model.device
+        self.world_flag.zero_()
+        if m.particle_count:
+            wp.launch(checks.flag_nonfinite_particles, m.particle_count, device=dev,
+                      inputs=[state.particle_q, m.particle_world, self.world_flag])
+        if m.body_count:
+            wp.launch(checks.flag_nonfinite_bodies, m.body_count, device=dev, inputs=[state.body_q, m.body_world, self.world_flag])
+        bad = np.flatnonzero(self.world_flag.numpy())
+        if len(bad):
+            w = int(bad[0])
+            raise SimulationError(
+                f"non-finite state in world {w} after step {self.step_count} "
+                f"({len(bad)} world(s) affected); reduce dt or check the model's parameters",
+                world=w, step=self.step_count)

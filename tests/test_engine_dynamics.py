@@ -1,0 +1,227 @@
+"""The engine's verification ladder (ENGINE.md): rigid-body and particle dynamics against analytic answers.
+
+Every test states its analytic reference and tolerance. All run on the CPU; on a machine with
+a GPU the same tests run on "cuda" too (SOFTSNAKE_TEST_DEVICES=cpu,cuda).
+"""
+
+import math
+import os
+
+import numpy as np
+import pytest
+import warp as wp
+
+import softsnake
+from softsnake.builder import quat_from_axis_angle
+
+wp.config.quiet = True
+G = 9.81
+DEVICES = os.environ.get("SOFTSNAKE_TEST_DEVICES", "cpu").split(",")
+
+
+CORNER_FRICTION_DEFECT = pytest.mark.xfail(
+    strict=True, reason="known defect: friction shared by several corner contacts of one body (see issue note)"
+)
+
+
+def run(model, seconds, dt=1.0 / 120.0, record=None, **solver_options):
+    """Step a model for ``seconds``; ``record(state)`` is called after every step and collected."""
+    solver = softsnake.Solver(model, **solver_options)
+    state, control = model.state(), model.control()
+    out = []
+    for _ in range(int(round(seconds / dt))):
+        solver.step(state, state, control, dt)
+        if record is not None:
+            out.append(record(state))
+    return state, np.asarray(out)
+
+
+def body_position(state):
+    return state.body_q.numpy()[0, :3].copy()
+
+
+def particle_position(state):
+    return state.particle_q.numpy()[0].copy()
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_free_fall_matches_implicit_euler_and_converges(device):
+    """Implicit Euler free fall: x_n = x_0 - g h^2 n (n + 1) / 2 (to float32 rounding, 1e-4 m);
+    its error g h T / 2 vanishes with h: < 1e-3 m after 1 s at h = 1e-4 s.
+    (Float32 rounding of 240 substeps reaches 2e-4 m: the identity is checked to 5e-4 m.)
+
+    Starting at z = 0 keeps float32 positions (and velocities rebuilt from their differences) accurate.
+    """
+    b = softsnake.ModelBuilder()
+    b.add_particle((0.0, 0.0, 0.0), mass=1.0)
+    body = b.add_body((1.0, 0.0, 0.0), mass=2.0, inertia=np.eye(3))
+    model = b.finalize(device)
+    h = 1.0 / 240.0
+    state, _ = run(model, 1.0, dt=2 * h)
+    n = 240
+    expected = -G * h * h * n * (n + 1) / 2
+    assert abs(state.particle_q.numpy()[0, 2] - expected) < 5e-4
+    assert abs(state.body_q.numpy()[body, 2] - expected) < 5e-4
+
+    state, _ = run(model, 1.0, dt=1e-3, substeps=10)
+    analytic = -0.5 * G
+    assert abs(state.particle_q.numpy()[0, 2] - analytic) < 1e-3
+    assert abs(state.body_q.numpy()[body, 2] - analytic) < 1e-3
+
+
+def zero_crossing_period(t, signal):
+    s = signal - signal.mean()
+    idx = np.flatnonzero((s[:-1] < 0) & (s[1:] >= 0))
+    times = t[idx] - s[idx] * (t[idx + 1] - t[idx]) / (s[idx + 1] - s[idx])
+    return float(np.mean(np.diff(times)))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_particle_pendulum_period(device):
+    """Particle on a rigid distance constraint: T = 2 pi sqrt(L / g) (1 + theta0^2 / 16) within 1 %."""
+    L, theta0 = 0.5, 0.1
+    b = softsnake.ModelBuilder()
+    pivot = b.add_particle((0.0, 0.0, 1.0), kinematic=True)
+    bob = b.add_particle((L * math.sin(theta0), 0.0, 1.0 - L * math.cos(theta0)), mass=0.2)
+    b.add_distance(pivot, bob)
+    model = b.finalize(device)
+    dt = 1.0 / 240.0
+    _, xs = run(model, 4.0, dt=dt, record=lambda s: s.particle_q.numpy()[1, 0])
+    period = zero_crossing_period(np.arange(1, len(xs) + 1) * dt, xs)
+    expected = 2 * math.pi * math.sqrt(L / G) * (1 + theta0**2 / 16)
+    assert abs(period / expected - 1) < 0.01
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("joint", ["hinge", "attachment"])
+def test_body_pendulum_period(device, joint):
+    """Rigid rod swinging on a hinge (or hanging from an attachment): T = 2 pi sqrt(I_pivot / (m g d)) within 1 %."""
+    length, mass, theta0 = 0.6, 0.5, 0.1
+    d = length / 2
+    I_cm = mass * length**2 / 12
+    b = softsnake.ModelBuilder()
+    pivot = np.array([0.0, 0.0, 1.0])
+    com = pivot + d * np.array([math.sin(theta0), 0.0, -math.cos(theta0)])
+    rod = b.add_body(com, quat_from_axis_angle((0, 1, 0), theta0), mass=mass, inertia=np.diag([I_cm, I_cm, 1e-4]))
+    if joint == "hinge":
+        b.add_hinge(-1, rod, anchor=pivot, axis=(0, 1, 0))
+    else:
+        anchor = b.add_particle(pivot, kinematic=True)
+        b.add_attachment(rod, anchor)
+    model = b.finalize(device)
+    dt = 1.0 / 240.0
+    _, xs = run(model, 5.0, dt=dt, record=lambda s: s.body_q.numpy()[0, 0])
+    period = zero_crossing_period(np.arange(1, len(xs) + 1) * dt, xs)
+    expected = 2 * math.pi * math.sqrt((I_cm + mass * d * d) / (mass * G * d)) * (1 + theta0**2 / 16)
+    assert abs(period / expected - 1) < 0.01
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_resting_on_ground(device):
+    """A particle and a box resting on the ground for 2 s: sink < 1 mm, drift < 1 mm."""
+    b = softsnake.ModelBuilder()
+    b.add_ground(mu=0.5)
+    b.add_particle((0.0, 0.0, 0.05), mass=0.1, radius=0.05)
+    box = b.add_body((1.0, 0.0, 0.05))
+    b.add_shape_box(box, (0.05, 0.05, 0.05), density=1000.0)
+    model = b.finalize(device)
+    _, traj = run(model, 2.0, record=lambda s: np.concatenate([s.particle_q.numpy()[0], s.body_q.numpy()[0, :3]]))
+    particle, body = traj[:, :3], traj[:, 3:]
+    assert particle[:, 2].min() > 0.05 - 1e-3
+    assert body[:, 2].min() > 0.05 - 1e-3
+    assert np.abs(particle[:, 2] - 0.05).max() < 1e-3 and np.abs(body[:, 2] - 0.05).max() < 1e-3
+    assert np.linalg.norm(particle[-1, :2] - [0.0, 0.0]) < 1e-3
+    assert np.linalg.norm(body[-1, :2] - [1.0, 0.0]) < 1e-3
+
+
+def slope_run(device, mu, angle, footprint):
+    """Body on a plane tilted by ``angle``; returns (times, displacement along the fall line)."""
+    b = softsnake.ModelBuilder()
+    normal = np.array([math.sin(angle), 0.0, math.cos(angle)])
+    b.add_ground(mu=mu, normal=normal)
+    rot = quat_from_axis_angle((0, 1, 0), angle)
+    if footprint == "box":
+        body = b.add_body(normal * 0.05, rot)
+        b.add_shape_box(body, (0.05, 0.05, 0.05), density=1000.0)
+        record = body_position
+    else:
+        b.add_particle(normal * 0.05, mass=1.0, radius=0.05)
+        record = particle_position
+    model = b.finalize(device)
+    dt = 1.0 / 120.0
+    _, xs = run(model, 1.0, dt=dt, record=record)
+    down = np.array([math.cos(angle), 0.0, -math.sin(angle)])
+    return np.arange(1, len(xs) + 1) * dt, (xs - xs[0]) @ down
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize(
+    "mu, margin",
+    [
+        (0.3, -0.15),
+        pytest.param(0.6, -0.15, marks=CORNER_FRICTION_DEFECT),
+        pytest.param(0.3, -0.06, marks=CORNER_FRICTION_DEFECT),
+        pytest.param(0.6, -0.06, marks=CORNER_FRICTION_DEFECT),
+    ],
+)
+def test_box_sticks_on_slope(device, mu, margin):
+    """tan(angle) = mu + margin < mu - 0.05: the box stays (moves < 1 mm in 1 s)."""
+    angle = math.atan(mu + margin)
+    _, along = slope_run(device, mu, angle, "box")
+    assert np.abs(along).max() < 1e-3
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("mu", [0.3, 0.6])
+@pytest.mark.parametrize("margin", [0.06, 0.2])
+@pytest.mark.parametrize(
+    "footprint",
+    [
+        "point",
+        pytest.param("box", marks=CORNER_FRICTION_DEFECT),
+    ],
+)
+def test_sliding_on_slope(device, mu, margin, footprint):
+    """tan(angle) = mu + margin > mu + 0.05: acceleration g (sin - mu cos) within 5 %.
+
+    ``point``: a particle (one contact); ``box``: a cube on its four corners.
+    """
+    angle = math.atan(mu + margin)
+    t, along = slope_run(device, mu, angle, footprint)
+    start = len(t) // 4
+    acc = 2 * np.polyfit(t[start:], along[start:], 2)[0]
+    expected = G * (math.sin(angle) - mu * math.cos(angle))
+    assert abs(acc / expected - 1) < 0.05
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("mu", [0.3, 0.8])
+def test_stopping_distance(device, mu):
+    """A particle sliding on flat ground from v0 stops after v0^2 / (2 mu g), within 5 %."""
+    v0 = 2.0
+    b = softsnake.ModelBuilder()
+    b.add_ground(mu=mu)
+    b.add_particle((0.0, 0.0, 0.05), velocity=(v0, 0.0, 0.0), mass=1.0, radius=0.05)
+    model = b.finalize(device)
+    state, xs = run(model, 1.5 * v0 / (mu * G), record=particle_position)
+    assert np.linalg.norm(state.particle_qd.numpy()[0]) < 1e-3
+    assert abs(xs[-1, 0] / (v0 * v0 / (2 * mu * G)) - 1) < 0.05
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.xfail(strict=True, reason="known defect: rolling contact accelerates 9 % too fast (see issue note)")
+def test_sphere_rolls_down_slope(device):
+    """A solid sphere on a slope with enough friction rolls: acceleration (5/7) g sin(angle), within 5 %."""
+    angle, r, m = math.radians(20), 0.05, 1.0
+    b = softsnake.ModelBuilder()
+    normal = np.array([math.sin(angle), 0.0, math.cos(angle)])
+    b.add_ground(mu=1.0, normal=normal)
+    ball = b.add_body(normal * r, mass=m, inertia=np.eye(3) * 0.4 * m * r * r)
+    b.add_shape_sphere(ball, r)
+    model = b.finalize(device)
+    dt = 1.0 / 120.0
+    _, xs = run(model, 1.0, dt=dt, record=body_position)
+    t = np.arange(1, len(xs) + 1) * dt
+    along = (xs - xs[0]) @ np.array([math.cos(angle), 0.0, -math.sin(angle)])
+    acc = 2 * np.polyfit(t[30:], along[30:], 2)[0]
+    assert abs(acc / (5.0 / 7.0 * G * math.sin(angle)) - 1) < 0.05
