@@ -1,0 +1,22 @@
+"""Seed 001, Fig. 6: chamber step response of the pressure latency model.
+
+Runs ``softsnake step-response`` with experiments/results/ as the default output folder; any of
+the command's options (--out, --supply-psi, --dt, --duration) may be given.
+
+    python experiments/fig6_step_response.py
+"""
+
+import sys
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+# Lets the script run from a plain checkout, without installing the package.
+sys.path.insert(0, str(REPO_ROOT))
+
+from softsnake import cli  # noqa: E402
+
+RESULTS_DIR = Path(__file__).resolve().parent / "results"
+
+if __name__ == "__main__":
+    # A later --out on the command line overrides this default (argparse keeps the last value).
+    sys.exit(cli.main(["step-response", "--out", str(RESULTS_DIR), *sys.argv[1:]]))

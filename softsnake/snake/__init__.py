@@ -1,0 +1,1 @@
+"""The soft snake: pressure latency model, open-loop gait controller and their experiments."""
