@@ -1,0 +1,351 @@
+"""The soft snake's parameter file: load ``snake.toml`` into frozen dataclasses and validate it.
+
+Every parameter of the four-link snake lives in one TOML file (the shipped one is
+``assets/snake/snake.toml``). All values are SI (m, kg, s, Pa). The file's layout mirrors the
+dataclasses below: top-level scalars of ``SnakeConfig`` and the tables ``[material]``, ``[link]``
+(with ``[link.resolution.<name>]`` sub-tables), ``[cap]`` and ``[wheel]``.
+
+Bad values raise ``ConfigError``, whose one-line message names the file and the key, before any
+mesh is built. The dataclasses validate themselves too, so configurations made in code are
+checked the same way.
+
+Snake frame: the snake lies along x, z is up; every rigid module (``CapConfig``) carries one
+wheel on each side (``WheelConfig.mount_offset`` and its mirror image in y).
+"""
+
+import math
+import tomllib
+from dataclasses import dataclass, fields
+from pathlib import Path
+from types import MappingProxyType
+
+
+class ConfigError(ValueError):
+    """A bad snake configuration; the message is one line naming the file and the key."""
+
+
+def _number(key, value):
+    """Check that ``value`` is a finite real number (bool is refused) and return it."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ConfigError(f"{key}: expected a number, got {value!r}")
+    if not math.isfinite(value):
+        raise ConfigError(f"{key}: must be finite, got {value}")
+    return value
+
+
+def _positive(key, value):
+    if _number(key, value) <= 0:
+        raise ConfigError(f"{key}: must be positive, got {value}")
+
+
+def _non_negative(key, value):
+    if _number(key, value) < 0:
+        raise ConfigError(f"{key}: must not be negative, got {value}")
+
+
+def _integer(key, value, *, minimum):
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ConfigError(f"{key}: expected an integer, got {value!r}")
+    if value < minimum:
+        raise ConfigError(f"{key}: must be at least {minimum}, got {value}")
+
+
+@dataclass(frozen=True)
+class MaterialConfig:
+    """The link's silicone.
+
+    young_modulus: Young's modulus Y [Pa]
+    poisson_ratio: Poisson's ratio nu [-], in [0, 0.5)
+    density: mass density [kg/m^3]
+    """
+
+    young_modulus: float
+    poisson_ratio: float
+    density: float
+
+    def __post_init__(self):
+        _positive("material.young_modulus", self.young_modulus)
+        _number("material.poisson_ratio", self.poisson_ratio)
+        if not 0.0 <= self.poisson_ratio < 0.5:
+            raise ConfigError(f"material.poisson_ratio: must lie in [0, 0.5), got {self.poisson_ratio}")
+        _positive("material.density", self.density)
+
+
+@dataclass(frozen=True)
+class ResolutionConfig:
+    """How finely one link is meshed.
+
+    name: the resolution's name in the file (``[link.resolution.<name>]``)
+    section_count: cross-sections along the link, including both ends [-]
+    outer_ring_points: particles on the outer circle of each cross-section [-], even so that the
+        top and bottom points lie on the inextensible layer y = 0
+    chamber_ring_points: particles around each chamber of each cross-section [-], even so that
+        every ring point has an opposite point for the chamber-limit constraints
+    """
+
+    name: str
+    section_count: int
+    outer_ring_points: int
+    chamber_ring_points: int
+
+    def __post_init__(self):
+        prefix = f"link.resolution.{self.name}"
+        _integer(f"{prefix}.section_count", self.section_count, minimum=2)
+        for key in ("outer_ring_points", "chamber_ring_points"):
+            value = getattr(self, key)
+            _integer(f"{prefix}.{key}", value, minimum=4)
+            if value % 2:
+                raise ConfigError(f"{prefix}.{key}: must be even, got {value}")
+
+
+@dataclass(frozen=True)
+class LinkConfig:
+    """Geometry of one soft link (axis +x, chambers side by side along y, layer at y = 0).
+
+    length: link length along x [m]
+    outer_diameter: diameter of the outer circle through the outer ring points [m]
+    chamber_radius: circumradius of each polygonal chamber cross-section [m]
+    chamber_offset: distance of each chamber axis from the inextensible layer y = 0 [m]
+    resolutions: mesh resolutions by name (read-only mapping of ``ResolutionConfig``)
+    """
+
+    length: float
+    outer_diameter: float
+    chamber_radius: float
+    chamber_offset: float
+    resolutions: MappingProxyType
+
+    def __post_init__(self):
+        for key in ("length", "outer_diameter", "chamber_radius", "chamber_offset"):
+            _positive(f"link.{key}", getattr(self, key))
+        if self.chamber_offset <= self.chamber_radius:
+            raise ConfigError(
+                f"link.chamber_offset: {self.chamber_offset} m must exceed link.chamber_radius "
+                f"{self.chamber_radius} m so that the chambers do not cross the layer y = 0"
+            )
+        if not self.resolutions:
+            raise ConfigError("link.resolution: at least one resolution is needed")
+        for resolution in self.resolutions.values():
+            # The chamber's circumcircle must fit inside the outer polygon's inscribed circle, so
+            # the walls have positive thickness at every resolution.
+            inner_radius = 0.5 * self.outer_diameter * math.cos(math.pi / resolution.outer_ring_points)
+            if self.chamber_offset + self.chamber_radius >= inner_radius:
+                raise ConfigError(
+                    f"link.chamber_radius: chambers reach {self.chamber_offset + self.chamber_radius:.6g} m "
+                    f"from the axis, not inside the outer wall ({inner_radius:.6g} m at resolution "
+                    f"'{resolution.name}')"
+                )
+
+    def resolution(self, name):
+        """The ``ResolutionConfig`` called ``name``; ConfigError if there is none."""
+        try:
+            return self.resolutions[name]
+        except KeyError:
+            known = ", ".join(sorted(self.resolutions))
+            raise ConfigError(f"link.resolution: unknown resolution {name!r} (known: {known})") from None
+
+
+@dataclass(frozen=True)
+class CapConfig:
+    """One rigid module (two ABS cap plates plus electronics) at each end of every link, as a box.
+
+    length: size along the snake axis x [m]
+    width: size along y [m]
+    height: size along z [m]
+    mass: total mass [kg]
+    """
+
+    length: float
+    width: float
+    height: float
+    mass: float
+
+    def __post_init__(self):
+        for key in ("length", "width", "height", "mass"):
+            _positive(f"cap.{key}", getattr(self, key))
+
+
+@dataclass(frozen=True)
+class WheelConfig:
+    """A passive wheel; each module carries two, at ``mount_offset`` and at its mirror image in y.
+
+    radius: wheel radius [m]
+    width: wheel width along its axle (y) [m]
+    mass: wheel mass [kg]
+    mount_offset: (x, y, z) of the wheel centre in the module frame (origin at the module's centre
+        of mass, x along the snake) for the wheel on the +y side [m]
+    """
+
+    radius: float
+    width: float
+    mass: float
+    mount_offset: tuple
+
+    def __post_init__(self):
+        for key in ("radius", "width", "mass"):
+            _positive(f"wheel.{key}", getattr(self, key))
+        if not isinstance(self.mount_offset, tuple) or len(self.mount_offset) != 3:
+            raise ConfigError(f"wheel.mount_offset: expected [x, y, z], got {self.mount_offset!r}")
+        for value in self.mount_offset:
+            _number("wheel.mount_offset", value)
+
+
+@dataclass(frozen=True)
+class SnakeConfig:
+    """The whole snake: ``link_count`` links joined by ``link_count + 1`` rigid modules.
+
+    link_count: number of soft links [-]
+    friction: Coulomb friction coefficient of every contact [-]
+    stiff_compliance: compliance of the stiff distance constraints (chamber limit, perimeter,
+        inextensible layer, actuation) [m/N]
+    damping_time: stiffness-proportional damping of the compliant constraints: each constraint
+        acts on c + damping_time * dc/dt [s]
+    material: the link's silicone
+    link: link geometry and mesh resolutions
+    cap: the rigid modules
+    wheel: the wheels
+    resolution_name: the resolution chosen when the file was loaded
+    """
+
+    link_count: int
+    friction: float
+    stiff_compliance: float
+    damping_time: float
+    material: MaterialConfig
+    link: LinkConfig
+    cap: CapConfig
+    wheel: WheelConfig
+    resolution_name: str
+
+    def __post_init__(self):
+        _integer("link_count", self.link_count, minimum=1)
+        _non_negative("friction", self.friction)
+        _non_negative("stiff_compliance", self.stiff_compliance)
+        _non_negative("damping_time", self.damping_time)
+        self.link.resolution(self.resolution_name)
+        if min(self.cap.width, self.cap.height) < self.link.outer_diameter:
+            raise ConfigError(
+                f"cap.width: the module ({self.cap.width} x {self.cap.height} m) must cover the link "
+                f"end (diameter {self.link.outer_diameter} m)"
+            )
+        mount_x, mount_y, mount_z = self.wheel.mount_offset
+        if abs(mount_x) > 0.5 * self.cap.length:
+            raise ConfigError(f"wheel.mount_offset: axle x = {mount_x} m lies beyond the module")
+        if abs(mount_y) < 0.5 * (self.cap.width + self.wheel.width):
+            raise ConfigError(f"wheel.mount_offset: wheel at y = {mount_y} m intersects the module")
+        # Standing on its wheels, the module's centre is radius - mount_z above the ground; the
+        # module and the link (coaxial with it) must clear the ground.
+        clearance = self.wheel.radius - mount_z - 0.5 * max(self.cap.height, self.link.outer_diameter)
+        if clearance <= 0:
+            raise ConfigError(
+                f"wheel.radius: wheels of radius {self.wheel.radius} m mounted at z = {mount_z} m do "
+                "not lift the modules and links off the ground"
+            )
+
+    @property
+    def module_count(self):
+        """Number of rigid modules (one between links and one at each end) [-]."""
+        return self.link_count + 1
+
+    @property
+    def wheel_count(self):
+        """Number of wheels, two per module [-]."""
+        return 2 * self.module_count
+
+    def resolution(self, name=None):
+        """The ``ResolutionConfig`` called ``name``, or the one chosen at load time if None."""
+        return self.link.resolution(self.resolution_name if name is None else name)
+
+
+def _table(data, key, prefix):
+    """The sub-table ``data[key]``; ConfigError if it is missing or not a table."""
+    name = f"{prefix}{key}"
+    if key not in data:
+        raise ConfigError(f"{name}: missing table")
+    if not isinstance(data[key], dict):
+        raise ConfigError(f"{name}: expected a table, got {data[key]!r}")
+    return data[key]
+
+
+def _expect_keys(data, prefix, expected):
+    """Refuse unknown and missing keys in one table."""
+    unknown = sorted(set(data) - set(expected))
+    if unknown:
+        raise ConfigError(f"{prefix}{unknown[0]}: unknown key")
+    missing = [key for key in expected if key not in data]
+    if missing:
+        raise ConfigError(f"{prefix}{missing[0]}: missing key")
+
+
+def _scalars(data, prefix, cls, *, skip=()):
+    """Keyword arguments for ``cls`` from a table holding exactly its fields (less ``skip``)."""
+    names = [field.name for field in fields(cls) if field.name not in skip]
+    _expect_keys(data, prefix, names)
+    return {name: data[name] for name in names}
+
+
+def snake_config_from_dict(data, *, resolution="paper"):
+    """Build a validated ``SnakeConfig`` from parsed TOML data.
+
+    data: the parsed file (nested dicts)
+    resolution: name of the link mesh resolution to select
+    Raises ConfigError naming the key (without the file name).
+    """
+    _expect_keys(data, "", ["link_count", "friction", "stiff_compliance", "damping_time",
+                            "material", "link", "cap", "wheel"])
+    link_data = _table(data, "link", "")
+    resolutions = {}
+    for name, table in _table(link_data, "resolution", "link.").items():
+        prefix = f"link.resolution.{name}."
+        if not isinstance(table, dict):
+            raise ConfigError(f"{prefix[:-1]}: expected a table, got {table!r}")
+        resolutions[name] = ResolutionConfig(name=name, **_scalars(table, prefix, ResolutionConfig, skip=("name",)))
+    link_fields = _scalars({k: v for k, v in link_data.items() if k != "resolution"}, "link.", LinkConfig,
+                           skip=("resolutions",))
+    wheel_fields = _scalars(_table(data, "wheel", ""), "wheel.", WheelConfig)
+    if isinstance(wheel_fields["mount_offset"], list):
+        wheel_fields["mount_offset"] = tuple(wheel_fields["mount_offset"])
+    return SnakeConfig(
+        link_count=data["link_count"],
+        friction=data["friction"],
+        stiff_compliance=data["stiff_compliance"],
+        damping_time=data["damping_time"],
+        material=MaterialConfig(**_scalars(_table(data, "material", ""), "material.", MaterialConfig)),
+        link=LinkConfig(resolutions=MappingProxyType(resolutions), **link_fields),
+        cap=CapConfig(**_scalars(_table(data, "cap", ""), "cap.", CapConfig)),
+        wheel=WheelConfig(**wheel_fields),
+        resolution_name=resolution,
+    )
+
+
+def default_config_path():
+    """Path of the shipped ``snake.toml``: ``assets/`` beside the package in a source checkout,
+    ``softsnake/assets/`` in an installed copy."""
+    package_dir = Path(__file__).resolve().parent.parent
+    candidates = [package_dir.parent / "assets" / "snake" / "snake.toml",
+                  package_dir / "assets" / "snake" / "snake.toml"]
+    for candidate in candidates:
+        if candidate.is_file():
+            return candidate
+    raise ConfigError(f"shipped snake.toml not found (looked in {candidates[0]} and {candidates[1]})")
+
+
+def load_snake_config(path=None, resolution="paper"):
+    """Load and validate a snake parameter file.
+
+    path: the TOML file; None loads the shipped ``assets/snake/snake.toml``
+    resolution: name of the link mesh resolution to select (``[link.resolution.<name>]``)
+    Returns a ``SnakeConfig``; raises ConfigError with a one-line message naming file and key.
+    """
+    path = default_config_path() if path is None else Path(path)
+    try:
+        with open(path, "rb") as stream:
+            data = tomllib.load(stream)
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read: {exc.strerror}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: not valid TOML: {exc}") from None
+    try:
+        return snake_config_from_dict(data, resolution=resolution)
+    except ConfigError as exc:
+        raise ConfigError(f"{path}: {exc}") from None
