@@ -1,0 +1,1 @@
+"""Vine robots: scene files, the obstacle-interaction planner and the dynamic simulator."""
