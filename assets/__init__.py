@@ -1,0 +1,1 @@
+"""Shipped robot configurations and scenes (installed as softsnake.assets)."""
