@@ -20,6 +20,7 @@ def predict_particles(
     planar_axis: int,
     h: float,
     particle_q_prev: wp.array(dtype=wp.vec3),
+    particle_q_pred: wp.array(dtype=wp.vec3),
 ):
     i = wp.tid()
     x = particle_q[i]
@@ -30,7 +31,9 @@ def predict_particles(
         v = v + (gravity + particle_f[i] * w) * h
     if planar_axis >= 0:
         v[planar_axis] = 0.0
+    particle_qd[i] = v
     particle_q[i] = x + v * h
+    particle_q_pred[i] = x + v * h
 
 
 @wp.kernel
@@ -45,6 +48,7 @@ def predict_bodies(
     planar_axis: int,
     h: float,
     body_q_prev: wp.array(dtype=wp.transform),
+    body_q_pred: wp.array(dtype=wp.transform),
 ):
     i = wp.tid()
     tf = body_q[i]
@@ -70,7 +74,9 @@ def predict_bodies(
         w[planar_axis] = w_keep
     p = p + v * h
     q = wp.normalize(q + wp.quat(w[0], w[1], w[2], 0.0) * q * (0.5 * h))
+    body_qd[i] = wp.spatial_vector(v, w)
     body_q[i] = wp.transform(p, q)
+    body_q_pred[i] = wp.transform(p, q)
 
 
 @wp.kernel
@@ -182,24 +188,28 @@ def apply_position_update(
 @wp.kernel
 def finish_particle_velocities(
     particle_q: wp.array(dtype=wp.vec3),
-    particle_q_prev: wp.array(dtype=wp.vec3),
+    particle_q_pred: wp.array(dtype=wp.vec3),
     inv_h: float,
     particle_qd: wp.array(dtype=wp.vec3),
 ):
+    """v = (x - x_n) / h, written as v~ + (x - x~) / h: the same number, but float32 keeps it
+    exact where no constraint acts (the difference of two nearby large positions would not)."""
     i = wp.tid()
-    particle_qd[i] = (particle_q[i] - particle_q_prev[i]) * inv_h
+    particle_qd[i] = particle_qd[i] + (particle_q[i] - particle_q_pred[i]) * inv_h
 
 
 @wp.kernel
 def finish_body_velocities(
     body_q: wp.array(dtype=wp.transform),
-    body_q_prev: wp.array(dtype=wp.transform),
+    body_q_pred: wp.array(dtype=wp.transform),
     inv_h: float,
     body_qd: wp.array(dtype=wp.spatial_vector),
 ):
+    """Body counterpart of finish_particle_velocities (rotation: the rotation vector from q~ to q)."""
     i = wp.tid()
     tf = body_q[i]
-    tf_prev = body_q_prev[i]
-    v = (wp.transform_get_translation(tf) - wp.transform_get_translation(tf_prev)) * inv_h
-    w = rotation_vector_between(wp.transform_get_rotation(tf), wp.transform_get_rotation(tf_prev)) * inv_h
+    tf_pred = body_q_pred[i]
+    v = wp.spatial_top(body_qd[i]) + (wp.transform_get_translation(tf) - wp.transform_get_translation(tf_pred)) * inv_h
+    w = wp.spatial_bottom(body_qd[i]) + rotation_vector_between(
+        wp.transform_get_rotation(tf), wp.transform_get_rotation(tf_pred)) * inv_h
     body_qd[i] = wp.spatial_vector(v, w)

@@ -67,6 +67,8 @@ class Solver:
 
         self.particle_q_prev = zeros(m.particle_count, wp.vec3)
         self.body_q_prev = zeros(m.body_count, wp.transform)
+        self.particle_q_pred = zeros(m.particle_count, wp.vec3)
+        self.body_q_pred = zeros(m.body_count, wp.transform)
         self.body_inv_inertia_world = zeros(m.body_count, wp.mat33)
         self.displacement = zeros(dofs)
         self.u = zeros(dofs)
@@ -114,11 +116,11 @@ class Solver:
         if m.particle_count:
             wp.launch(integration.predict_particles, m.particle_count, device=dev, inputs=[
                 state.particle_q, state.particle_qd, state.particle_f, m.particle_inv_mass, m.gravity, m.planar_axis, h,
-                self.particle_q_prev])
+                self.particle_q_prev, self.particle_q_pred])
         if m.body_count:
             wp.launch(integration.predict_bodies, m.body_count, device=dev, inputs=[
                 state.body_q, state.body_qd, state.body_f, m.body_inv_mass, m.body_inertia, m.body_inv_inertia, m.gravity,
-                m.planar_axis, h, self.body_q_prev])
+                m.planar_axis, h, self.body_q_prev, self.body_q_pred])
         if m.contact_slot_count:
             wp.launch(contact.detect_contacts, m.contact_slot_count, device=dev, inputs=[
                 state.particle_q, self.particle_q_prev, state.body_q, self.body_q_prev, m.particle_count,
@@ -133,10 +135,10 @@ class Solver:
         inv_h = 1.0 / h
         if m.particle_count:
             wp.launch(integration.finish_particle_velocities, m.particle_count, device=dev,
-                      inputs=[state.particle_q, self.particle_q_prev, inv_h, state.particle_qd])
+                      inputs=[state.particle_q, self.particle_q_pred, inv_h, state.particle_qd])
         if m.body_count:
             wp.launch(integration.finish_body_velocities, m.body_count, device=dev,
-                      inputs=[state.body_q, self.body_q_prev, inv_h, state.body_qd])
+                      inputs=[state.body_q, self.body_q_pred, inv_h, state.body_qd])
 
     def _newton_iteration(self, state, control, h):
         m, dev = self.model, self.model.device

@@ -209,7 +209,6 @@ def test_stopping_distance(device, mu):
 
 
 @pytest.mark.parametrize("device", DEVICES)
-@pytest.mark.xfail(strict=True, reason="known defect: rolling contact accelerates 9 % too fast (see issue note)")
 def test_sphere_rolls_down_slope(device):
     """A solid sphere on a slope with enough friction rolls: acceleration (5/7) g sin(angle), within 5 %."""
     angle, r, m = math.radians(20), 0.05, 1.0
