@@ -11,11 +11,16 @@ d phi / d a gives a compliant row: compliance r (d phi/d b)/(d phi/d a) >= 0, ri
 -phi / (d phi / d a). The corner a = b = 0 is regularised by a tiny length inside the root.
 
 Friction rows (two per contact, Coulomb, isotropic) act on the tangential displacement of the
-contact point since the start of the substep, u = D^T (p(x) - p(x_n)). A contact sticks (u -> 0)
-until its friction multiplier leaves the cone |lambda_f| <= mu lambda_n (lambda_n of the current
-iterate); from then on it slides for the rest of the substep, its rows holding lambda_f on the
-cone against the slip (maximal dissipation). After every solve the multipliers are projected
-onto the admissible set (lambda_n >= 0, cone) before positions move.
+contact point since the start of the substep, u = D^T (p(x) - p(x_n)). A sticking contact holds
+u -> 0 through slightly compliant rows whose stiffness is proportional to the normal load, so
+several contacts of one body share friction in proportion to their normal forces and leave the
+cone together. When the friction multiplier leaves the cone |lambda_f| <= mu lambda_n the
+contact slides, and keeps sliding while it slips by more than friction could stop in one
+substep (mu g h^2): its rows then hold lambda_f on the cone against the slip inside the linear
+solve (so the normal forces of that solve see the true friction). After every solve the
+multipliers are projected onto the admissible set (lambda_n >= 0, |lambda_f| <= mu lambda_n,
+and a sliding contact's friction exactly on the cone of the updated lambda_n) before positions
+move.
 """
 
 import warp as wp
@@ -112,6 +117,9 @@ def detect_contacts(
     obstacle_transform: wp.array(dtype=wp.transform),
     obstacle_size: wp.array(dtype=wp.vec3),
     margin: float,
+    slot_mu: wp.array(dtype=float),
+    stick_acceleration: float,
+    h: float,
     contact_active: wp.array(dtype=int),
     contact_sliding: wp.array(dtype=int),
     contact_anchor: wp.array(dtype=wp.vec3),
@@ -152,6 +160,12 @@ def detect_contacts(
     contact_start[s] = p0
     if gap < margin + wp.length(p - p0):
         contact_active[s] = 1
+        # A sliding contact sticks again once its predicted slip over the substep is smaller than
+        # what friction under a gravity-level load removes in one substep (mu g h^2); the same
+        # test runs at every Newton iteration (eval_contact_rows).
+        slip = (p - p0) - n * wp.dot(n, p - p0)
+        if wp.length(slip) < slot_mu[s] * stick_acceleration * h * h:
+            contact_sliding[s] = 0
     else:
         contact_active[s] = 0
         contact_sliding[s] = 0
@@ -219,6 +233,8 @@ def eval_contact_rows(
     regularization: float,
     slip_length: float,
     slide_compliance_ratio: float,
+    stick_acceleration: float,
+    h: float,
     J_offsets: wp.array(dtype=int),
     J_values: wp.array(dtype=float),
     row_c: wp.array(dtype=float),
@@ -271,16 +287,11 @@ def eval_contact_rows(
     slip_norm = wp.length(slip)
     limit = slot_mu[s] * wp.max(lam_n, 0.0)
     lam_f_norm = wp.length(wp.vec2(lam[row + 1], lam[row + 2]))
-    # Slip that friction alone undoes in one substep: mu lambda_n times the translational inverse mass.
-    w_slip = float(0.0)
-    if e < particle_count:
-        w_slip = particle_inv_mass[e]
-    else:
-        w_slip = body_inv_mass[e - particle_count]
     if contact_sliding[s] == 0:
         if limit > 0.0 and lam_f_norm > limit * (1.0 + 1.0e-6):
             contact_sliding[s] = 1
-    elif limit > 0.0 and slip_norm <= limit * w_slip:
+    elif slip_norm < slot_mu[s] * stick_acceleration * h * h:
+        # Slipping less than friction removes in one substep: the contact has stopped.
         contact_sliding[s] = 0
     for k in range(2):
         fr = row + 1 + k
@@ -296,7 +307,7 @@ def eval_contact_rows(
             # Slightly compliant, stiffer in proportion to the normal load: several contacts on
             # one body then share friction in proportion to their normal forces and reach the
             # cone together (a box sticks until its total friction exceeds mu N).
-            row_compliance[fr] = regularization * w_t + slip_length / wp.max(lam_n, 1.0e-20)
+            row_compliance[fr] = 0.1 * regularization * w_t + slip_length / wp.max(lam_n, 1.0e-20)
         else:
             target = float(0.0)
             if slip_norm > 0.0:
@@ -313,6 +324,7 @@ def project_contact_multipliers(
     contact_active: wp.array(dtype=int),
     lam: wp.array(dtype=float),
     dlam: wp.array(dtype=float),
+    contact_sliding: wp.array(dtype=int),
 ):
     """Keep the updated contact multipliers admissible: lambda_n >= 0, |lambda_f| <= mu lambda_n.
 
@@ -330,7 +342,12 @@ def project_contact_multipliers(
     limit = slot_mu[s] * lam_n
     f = wp.vec2(lam[row + 1] + dlam[row + 1], lam[row + 2] + dlam[row + 2])
     norm = wp.length(f)
-    if norm > limit:
+    sliding = contact_sliding[s]
+    if norm > limit * (1.0 + 1.0e-6):
+        # The stick force left the cone: the contact slides from the next iteration on.
+        contact_sliding[s] = 1
+    # Sliding friction sits on the cone of the updated normal multiplier (no lag behind lambda_n).
+    if norm > limit or (sliding == 1 and norm > 0.0):
         f = f * (limit / norm)
         dlam[row + 1] = f[0] - lam[row + 1]
         dlam[row + 2] = f[1] - lam[row + 2]

@@ -187,6 +187,7 @@ def finalize_model(builder, device):
     m.contact_slot_count, m.pressure_channel_count = len(slots), builder.pressure_channel_count
     m.shape_count = builder.shape_count
     m.gravity = wp.vec3(*builder.gravity)
+    m.gravity_numpy = np.asarray(builder.gravity, dtype=np.float64)
     m.planar_axis = 2 if builder.planar else -1
     m.nnz = len(J_columns)
 

@@ -49,12 +49,15 @@ class Solver:
         """Regularisation of the Fischer-Burmeister corner a = b = 0 [m]."""
         self.contact_regularization = 1.0e-2
         """Compliance floor of normal and sticking rows relative to their J M^-1 J^T (redundant contacts)."""
-        self.friction_slip_length = 1.0e-7
+        self.friction_slip_length = 5e-7
         """Tangential creep [m] per substep at which sticking friction reaches mu lambda_n (load sharing)."""
         self.slide_compliance_ratio = 1.0e6
         """Compliance of sliding friction rows relative to their J M^-1 J^T (large: force set by the cone)."""
         self.min_stiffness_ratio = 1.0e-3
         """Floor of a nonlinear spring's tangent stiffness, relative to its reference stiffness."""
+        self.stick_acceleration = float(np.linalg.norm(model.gravity_numpy))
+        """Deceleration [m/s^2] whose friction mu a stops a sliding contact: a contact slipping less than
+        mu a h^2 in a substep sticks again (default: the magnitude of gravity)."""
         self.step_count = 0
 
         m, dev = model, model.device
@@ -125,7 +128,8 @@ class Solver:
             wp.launch(contact.detect_contacts, m.contact_slot_count, device=dev, inputs=[
                 state.particle_q, self.particle_q_prev, state.body_q, self.body_q_prev, m.particle_count,
                 m.slot_entity, m.slot_kind, m.slot_local, m.slot_axis, m.slot_rim_radius, m.slot_radius, m.slot_obstacle,
-                m.obstacle_kind, m.obstacle_transform, m.obstacle_size, self.contact_margin],
+                m.obstacle_kind, m.obstacle_transform, m.obstacle_size, self.contact_margin, m.slot_mu,
+                self.stick_acceleration, h],
                 outputs=[self.contact_active, self.contact_sliding, self.contact_anchor, self.contact_normal,
                          self.contact_surface, self.contact_start])
         if m.row_count:
@@ -148,7 +152,7 @@ class Solver:
                       inputs=[state.body_q, m.body_inv_inertia, self.body_inv_inertia_world])
         wp.launch(integration.substep_displacement, self.entity_count, device=dev, inputs=[
             state.particle_q, self.particle_q_prev, state.body_q, self.body_q_prev, m.particle_count, self.displacement])
-        self._evaluate_rows(state, control, inv_h, inv_h2)
+        self._evaluate_rows(state, control, h, inv_h, inv_h2)
         wp.launch(rows.prepare_rows, m.row_count, device=dev, inputs=[
             m.J_offsets, m.J_columns, self.J_values, self.row_c, self.row_compliance, self.row_coupling, m.row_block_start,
             self.row_damping, self.lam, self.displacement, m.particle_inv_mass, m.body_inv_mass, self.body_inv_inertia_world,
@@ -158,13 +162,13 @@ class Solver:
         self._solve_conjugate_residual()
         if m.contact_slot_count:
             wp.launch(contact.project_contact_multipliers, m.contact_slot_count, device=dev,
-                      inputs=[m.slot_mu, m.slot_row, self.contact_active, self.lam, self.dlam])
+                      inputs=[m.slot_mu, m.slot_row, self.contact_active, self.lam, self.dlam, self.contact_sliding])
         self._apply_inverse_mass_transpose(self.dlam)
         wp.launch(integration.apply_position_update, self.entity_count, device=dev,
                   inputs=[self.u, m.particle_count, state.particle_q, state.body_q])
         wp.launch(rows.accumulate_multipliers, m.row_count, device=dev, inputs=[self.lam, self.dlam])
 
-    def _evaluate_rows(self, state, control, inv_h, inv_h2):
+    def _evaluate_rows(self, state, control, h, inv_h, inv_h2):
         m, dev = self.model, self.model.device
         common = [m.J_offsets, self.J_values, self.row_c, self.row_compliance]
         # Row types other than tetrahedra have no block coupling; it stays zero from allocation
@@ -196,7 +200,8 @@ class Solver:
                 state.particle_q, state.body_q, m.particle_inv_mass, m.body_inv_mass, self.body_inv_inertia_world,
                 m.particle_count, m.slot_entity, m.slot_radius, m.slot_mu, m.slot_row, self.contact_active,
                 self.contact_sliding, self.contact_anchor, self.contact_normal, self.contact_surface, self.contact_start,
-                self.lam, self.fb_epsilon, self.contact_regularization, self.friction_slip_length, self.slide_compliance_ratio, *common, self.row_damping])
+                self.lam, self.fb_epsilon, self.contact_regularization, self.friction_slip_length, self.slide_compliance_ratio, self.stick_acceleration, h, *common,
+                self.row_damping])
 
     # ------------------------------------------------------------------ linear solve
     def _apply_inverse_mass_transpose(self, x):

@@ -19,11 +19,6 @@ G = 9.81
 DEVICES = os.environ.get("SOFTSNAKE_TEST_DEVICES", "cpu").split(",")
 
 
-CORNER_FRICTION_DEFECT = pytest.mark.xfail(
-    strict=True, reason="known defect: friction shared by several corner contacts of one body (see issue note)"
-)
-
-
 def run(model, seconds, dt=1.0 / 120.0, record=None, **solver_options):
     """Step a model for ``seconds``; ``record(state)`` is called after every step and collected."""
     solver = softsnake.Solver(model, **solver_options)
@@ -155,15 +150,8 @@ def slope_run(device, mu, angle, footprint):
 
 
 @pytest.mark.parametrize("device", DEVICES)
-@pytest.mark.parametrize(
-    "mu, margin",
-    [
-        (0.3, -0.15),
-        pytest.param(0.6, -0.15, marks=CORNER_FRICTION_DEFECT),
-        pytest.param(0.3, -0.06, marks=CORNER_FRICTION_DEFECT),
-        pytest.param(0.6, -0.06, marks=CORNER_FRICTION_DEFECT),
-    ],
-)
+@pytest.mark.parametrize("mu", [0.3, 0.6])
+@pytest.mark.parametrize("margin", [-0.15, -0.06])
 def test_box_sticks_on_slope(device, mu, margin):
     """tan(angle) = mu + margin < mu - 0.05: the box stays (moves < 1 mm in 1 s)."""
     angle = math.atan(mu + margin)
@@ -174,13 +162,7 @@ def test_box_sticks_on_slope(device, mu, margin):
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("mu", [0.3, 0.6])
 @pytest.mark.parametrize("margin", [0.06, 0.2])
-@pytest.mark.parametrize(
-    "footprint",
-    [
-        "point",
-        pytest.param("box", marks=CORNER_FRICTION_DEFECT),
-    ],
-)
+@pytest.mark.parametrize("footprint", ["point", "box"])
 def test_sliding_on_slope(device, mu, margin, footprint):
     """tan(angle) = mu + margin > mu + 0.05: acceleration g (sin - mu cos) within 5 %.
 
