@@ -18,9 +18,8 @@ cone together. When the friction multiplier leaves the cone |lambda_f| <= mu lam
 contact slides, and keeps sliding while it slips by more than friction could stop in one
 substep (mu g h^2): its rows then hold lambda_f on the cone against the slip inside the linear
 solve (so the normal forces of that solve see the true friction). After every solve the
-multipliers are projected onto the admissible set (lambda_n >= 0, |lambda_f| <= mu lambda_n,
-and a sliding contact's friction exactly on the cone of the updated lambda_n) before positions
-move.
+friction multipliers are projected onto the cone (a sliding contact's exactly onto the cone of
+the updated lambda_n) before positions move.
 """
 
 import warp as wp
@@ -31,6 +30,9 @@ from .entities import body_generalized_inverse_mass, write_body_block, write_par
 OBSTACLE_PLANE = wp.constant(0)
 OBSTACLE_BOX = wp.constant(1)
 OBSTACLE_CYLINDER = wp.constant(2)
+
+SLIDING_RAISE_MAX = wp.constant(1.1)
+"""Largest factor by which the projection raises a sliding contact's friction toward the cone."""
 
 POINT_FIXED = wp.constant(0)
 POINT_CYLINDER_RIM = wp.constant(1)
@@ -301,6 +303,8 @@ def eval_contact_rows(
         )
         row_damping[fr] = 0.0
         if limit <= 0.0 or w_t <= 0.0:
+            # No friction yet (or none at all): the row must not touch the bodies.
+            zero_contact_jacobian(J_values, J_offsets[fr], e, particle_count)
             write_neutral_row(fr, row_c, row_compliance, row_damping)
         elif contact_sliding[s] == 0:
             row_c[fr] = u[k]
@@ -318,7 +322,7 @@ def eval_contact_rows(
 
 
 @wp.kernel
-def project_contact_multipliers(
+def project_friction(
     slot_mu: wp.array(dtype=float),
     slot_row: wp.array(dtype=int),
     contact_active: wp.array(dtype=int),
@@ -326,28 +330,35 @@ def project_contact_multipliers(
     dlam: wp.array(dtype=float),
     contact_sliding: wp.array(dtype=int),
 ):
-    """Keep the updated contact multipliers admissible: lambda_n >= 0, |lambda_f| <= mu lambda_n.
+    """Keep the updated friction multiplier in the Coulomb cone |lambda_f| <= mu lambda_n.
 
     Applied to the Newton step before positions move, so positions always follow the projected
-    multipliers (x = x~ + M^-1 J^T lambda): an iterate never pulls a body into an obstacle, and a
-    contact whose stick force leaves the cone slides with friction mu lambda_n along the stick
-    force, i.e. against its slip (maximal dissipation).
+    multipliers (x = x~ + M^-1 J^T lambda). A contact whose stick force leaves the cone is
+    flagged sliding, and a sliding contact's friction is put exactly on the cone of the updated
+    lambda_n (against its slip: maximal dissipation).
     """
     s = wp.tid()
     if contact_active[s] == 0:
         return
     row = slot_row[s]
-    lam_n = wp.max(lam[row] + dlam[row], 0.0)
-    dlam[row] = lam_n - lam[row]
-    limit = slot_mu[s] * lam_n
+    # The normal multiplier is left to the Fischer-Burmeister rows: clamping it here would break
+    # the balance of the same solve's other rows (stiff soft bodies then diverge).
+    limit = slot_mu[s] * wp.max(lam[row] + dlam[row], 0.0)
     f = wp.vec2(lam[row + 1] + dlam[row + 1], lam[row + 2] + dlam[row + 2])
     norm = wp.length(f)
     sliding = contact_sliding[s]
     if norm > limit * (1.0 + 1.0e-6):
         # The stick force left the cone: the contact slides from the next iteration on.
         contact_sliding[s] = 1
-    # Sliding friction sits on the cone of the updated normal multiplier (no lag behind lambda_n).
-    if norm > limit or (sliding == 1 and norm > 0.0):
-        f = f * (limit / norm)
+    # Sliding friction follows the cone of the updated normal multiplier (no lag behind lambda_n in
+    # a steady slide). Raising it is capped: when the normal force jumps (an impact) a full raise
+    # would kick light particles of a soft body along a stale slip direction.
+    scale = float(1.0)
+    if norm > limit:
+        scale = limit / norm
+    elif sliding == 1 and norm > 0.0:
+        scale = wp.min(limit / norm, SLIDING_RAISE_MAX)
+    if scale != 1.0:
+        f = f * scale
         dlam[row + 1] = f[0] - lam[row + 1]
         dlam[row + 2] = f[1] - lam[row + 2]

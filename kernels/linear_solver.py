@@ -12,6 +12,9 @@ import warp as wp
 
 from .rows import block_coupled
 
+REDUCTION_CHUNK = wp.constant(256)
+"""Rows per partial sum of the per-world inner products (chunks never straddle worlds)."""
+
 
 @wp.kernel
 def multiply_rows(
@@ -136,3 +139,154 @@ def cr_update_direction(
     b = beta[row_world[i]]
     p[i] = z[i] + b * p[i]
     Ap[i] = Az[i] + b * Ap[i]
+
+
+@wp.func
+def world_dot(a: wp.array(dtype=float), b: wp.array(dtype=float), weight: wp.array(dtype=float), use_weight: int,
+              row_begin: int, row_end: int):
+    """One world's inner product, summed in the batched solver's order (chunk by chunk)."""
+    total = float(0.0)
+    c = row_begin
+    while c < row_end:
+        end = wp.min(c + REDUCTION_CHUNK, row_end)
+        s = float(0.0)
+        if use_weight != 0:
+            for i in range(c, end):
+                s += a[i] * b[i] * weight[i]
+        else:
+            for i in range(c, end):
+                s += a[i] * b[i]
+        total += s
+        c = end
+    return total
+
+
+@wp.func
+def world_multiply(
+    row_begin: int,
+    row_end: int,
+    particle_begin: int,
+    particle_end: int,
+    body_begin: int,
+    body_end: int,
+    particle_count: int,
+    J_offsets: wp.array(dtype=int),
+    J_columns: wp.array(dtype=int),
+    J_values: wp.array(dtype=float),
+    JT_offsets: wp.array(dtype=int),
+    JT_columns: wp.array(dtype=int),
+    JT_values: wp.array(dtype=float),
+    particle_inv_mass: wp.array(dtype=float),
+    body_inv_mass: wp.array(dtype=float),
+    body_inv_inertia_world: wp.array(dtype=wp.mat33),
+    compliance: wp.array(dtype=float),
+    coupling: wp.array(dtype=float),
+    block_start: wp.array(dtype=int),
+    x: wp.array(dtype=float),
+    u: wp.array(dtype=float),
+    y: wp.array(dtype=float),
+):
+    """y = [J M^-1 J^T + E] x over one world's rows, serially (u: scratch over the world's dofs)."""
+    for e in range(particle_begin, particle_end):
+        w = particle_inv_mass[e]
+        for k in range(3):
+            d = 3 * e + k
+            s = float(0.0)
+            for n in range(JT_offsets[d], JT_offsets[d + 1]):
+                s += JT_values[n] * x[JT_columns[n]]
+            u[d] = w * s
+    for b in range(body_begin, body_end):
+        base = 3 * particle_count + 6 * b
+        lin = wp.vec3(0.0)
+        ang = wp.vec3(0.0)
+        for k in range(6):
+            d = base + k
+            s = float(0.0)
+            for n in range(JT_offsets[d], JT_offsets[d + 1]):
+                s += JT_values[n] * x[JT_columns[n]]
+            if k < 3:
+                lin[k] = s
+            else:
+                ang[k - 3] = s
+        lin = lin * body_inv_mass[b]
+        ang = body_inv_inertia_world[b] * ang
+        for k in range(3):
+            u[base + k] = lin[k]
+            u[base + 3 + k] = ang[k]
+    for i in range(row_begin, row_end):
+        s = float(0.0)
+        for n in range(J_offsets[i], J_offsets[i + 1]):
+            s += J_values[n] * u[J_columns[n]]
+        y[i] = s + block_coupled(x, i, block_start[i], compliance[i], coupling[i])
+
+
+@wp.kernel
+def cr_solve_per_world(
+    row_world_start: wp.array(dtype=int),
+    particle_world_start: wp.array(dtype=int),
+    body_world_start: wp.array(dtype=int),
+    particle_count: int,
+    iterations: int,
+    J_offsets: wp.array(dtype=int),
+    J_columns: wp.array(dtype=int),
+    J_values: wp.array(dtype=float),
+    JT_offsets: wp.array(dtype=int),
+    JT_columns: wp.array(dtype=int),
+    JT_values: wp.array(dtype=float),
+    particle_inv_mass: wp.array(dtype=float),
+    body_inv_mass: wp.array(dtype=float),
+    body_inv_inertia_world: wp.array(dtype=wp.mat33),
+    compliance: wp.array(dtype=float),
+    coupling: wp.array(dtype=float),
+    block_start: wp.array(dtype=int),
+    rhs: wp.array(dtype=float),
+    inv_diagonal: wp.array(dtype=float),
+    u: wp.array(dtype=float),
+    z: wp.array(dtype=float),
+    p: wp.array(dtype=float),
+    Az: wp.array(dtype=float),
+    Ap: wp.array(dtype=float),
+    x: wp.array(dtype=float),
+):
+    """The same preconditioned conjugate residual iteration, one thread per world, no launches inside.
+
+    For many small worlds (vine robots) the batched version is bound by kernel launches; here a
+    whole solve is one launch. The arithmetic, summation order included, is the batched solver's,
+    so both give bit-identical iterates.
+    """
+    w = wp.tid()
+    r0 = row_world_start[w]
+    r1 = row_world_start[w + 1]
+    p0 = particle_world_start[w]
+    p1 = particle_world_start[w + 1]
+    b0 = body_world_start[w]
+    b1 = body_world_start[w + 1]
+    for i in range(r0, r1):
+        x[i] = 0.0
+        z[i] = inv_diagonal[i] * rhs[i]
+        p[i] = z[i]
+    world_multiply(r0, r1, p0, p1, b0, b1, particle_count, J_offsets, J_columns, J_values, JT_offsets, JT_columns,
+                   JT_values, particle_inv_mass, body_inv_mass, body_inv_inertia_world, compliance, coupling,
+                   block_start, z, u, Az)
+    for i in range(r0, r1):
+        Ap[i] = Az[i]
+    zAz = world_dot(z, Az, Az, 0, r0, r1)
+    for it in range(iterations):
+        den = world_dot(Ap, Ap, inv_diagonal, 1, r0, r1)
+        alpha = float(0.0)
+        if den > 0.0:
+            alpha = zAz / den
+        for i in range(r0, r1):
+            x[i] = x[i] + alpha * p[i]
+            z[i] = z[i] - alpha * inv_diagonal[i] * Ap[i]
+        world_multiply(r0, r1, p0, p1, b0, b1, particle_count, J_offsets, J_columns, J_values, JT_offsets, JT_columns,
+                       JT_values, particle_inv_mass, body_inv_mass, body_inv_inertia_world, compliance, coupling,
+                       block_start, z, u, Az)
+        zAz_new = world_dot(z, Az, Az, 0, r0, r1)
+        beta = float(0.0)
+        if zAz > 0.0:
+            beta = zAz_new / zAz
+        zAz = zAz_new
+        for i in range(r0, r1):
+            p[i] = z[i] + beta * p[i]
+            Ap[i] = Az[i] + beta * Ap[i]

@@ -1,7 +1,7 @@
 """Turn a ModelBuilder into a Model: validation, row layout, CSR topology, device upload.
 
 Rows are laid out world after world; inside a world, by constraint type (distance,
-tetrahedron, attachment, hinge, angular spring, contact). Each row's nonzeros are one block
+tetrahedron, attachment, hinge, prismatic, angular spring, contact). Each row's nonzeros are one block
 per entity it touches (3 columns for a particle, 6 for a body), in the order the kernels write
 them. The sparsity of J and of J^T is fixed here, once: contacts use one slot per (collision
 point, obstacle) pair of a world, active or not.
@@ -9,6 +9,8 @@ point, obstacle) pair of a world, active or not.
 
 import numpy as np
 import warp as wp
+
+from softsnake.kernels.linear_solver import REDUCTION_CHUNK
 
 from .builder import (
     SHAPE_BOX,
@@ -20,8 +22,6 @@ from .builder import (
 from .errors import ModelError
 from .model import Model
 
-REDUCTION_CHUNK = 256
-"""Rows per partial sum of the per-world inner products (chunks never straddle worlds)."""
 
 POINT_FIXED = 0
 POINT_CYLINDER_RIM = 1
@@ -129,7 +129,8 @@ def finalize_model(builder, device):
     layout = _RowLayout(P)
     row_of = {name: np.zeros(n, dtype=np.int64) for name, n in (
         ("distance", builder.distance_count), ("tet", builder.tet_count), ("attachment", builder.attachment_count),
-        ("hinge", builder.hinge_count), ("spring", builder.spring_count), ("slot", len(slots)))}
+        ("hinge", builder.hinge_count), ("prismatic", builder.prismatic_count), ("spring", builder.spring_count),
+        ("slot", len(slots)))}
     slot_world = [pt[7] for pt, _, _ in slots]
     world_row_start = np.zeros(world_count + 1, dtype=np.int64)
     for w in range(world_count):
@@ -151,6 +152,12 @@ def finalize_model(builder, device):
             ents = ([P + a] if a >= 0 else []) + [P + b]
             row_of["hinge"][k] = len(layout.row_world)
             for _ in range(5):
+                layout.add(ents, w)
+        for k in _by_world(builder.prismatic_world, w):
+            a, b = builder.prismatic_body_a[k], builder.prismatic_body_b[k]
+            ents = ([P + a] if a >= 0 else []) + [P + b]
+            row_of["prismatic"][k] = len(layout.row_world)
+            for _ in range(6):
                 layout.add(ents, w)
         for k in _by_world(builder.spring_world, w):
             a, b = builder.spring_body_a[k], builder.spring_body_b[k]
@@ -184,6 +191,7 @@ def finalize_model(builder, device):
     m.particle_count, m.body_count, m.row_count = P, B, row_count
     m.distance_count, m.tet_count, m.attachment_count = builder.distance_count, builder.tet_count, builder.attachment_count
     m.hinge_count, m.spring_count, m.obstacle_count = builder.hinge_count, builder.spring_count, builder.obstacle_count
+    m.prismatic_count = builder.prismatic_count
     m.contact_slot_count, m.pressure_channel_count = len(slots), builder.pressure_channel_count
     m.shape_count = builder.shape_count
     m.gravity = wp.vec3(*builder.gravity)
@@ -205,7 +213,11 @@ def finalize_model(builder, device):
     m.body_world_start = world_starts(builder.body_world)
     m.pressure_channel_world_start = world_starts(builder.pressure_channel_world)
     m.spring_world_start = world_starts(builder.spring_world)
+    m.prismatic_world_start = world_starts(builder.prismatic_world)
     m.row_world_start = world_row_start
+    m.row_world_start_device = arr(world_row_start, int)
+    m.particle_world_start_device = arr(m.particle_world_start, int)
+    m.body_world_start_device = arr(m.body_world_start, int)
 
     # Particles.
     mass = np.asarray(builder.particle_mass, dtype=np.float64)
@@ -270,6 +282,17 @@ def finalize_model(builder, device):
         setattr(m, name, arr(np.asarray(getattr(builder, name)).reshape(-1, 3), wp.vec3))
     m.hinge_compliance = arr(builder.hinge_compliance, float)
     m.hinge_row = arr(row_of["hinge"], int)
+
+    m.prismatic_body_a = arr(builder.prismatic_body_a, int)
+    m.prismatic_body_b = arr(builder.prismatic_body_b, int)
+    for name in ("prismatic_anchor_a", "prismatic_anchor_b", "prismatic_axis_a", "prismatic_normal_a1", "prismatic_normal_a2"):
+        setattr(m, name, arr(np.asarray(getattr(builder, name)).reshape(-1, 3), wp.vec3))
+    m.prismatic_rest_rotation = arr(np.asarray(builder.prismatic_rest_rotation).reshape(-1, 4), wp.quat)
+    m.prismatic_compliance = arr(builder.prismatic_compliance, float)
+    m.prismatic_driven = arr(np.asarray(builder.prismatic_driven, dtype=np.int32), int)
+    m.prismatic_drive_compliance = arr(builder.prismatic_drive_compliance, float)
+    m.prismatic_rate = arr(builder.prismatic_rate, float)
+    m.prismatic_row = arr(row_of["prismatic"], int)
 
     curve_start, curve_count, curve_angle, curve_moment = [], [], [], []
     for curve in builder.spring_curves:

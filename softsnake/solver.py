@@ -15,9 +15,13 @@ import math
 import numpy as np
 import warp as wp
 
-from softsnake.kernels import angular_spring, attachment, checks, contact, distance, hinge, integration, linear_solver, rows, tetrahedron
+from softsnake.kernels import angular_spring, attachment, checks, contact, distance, hinge, integration, linear_solver, prismatic, rows, tetrahedron
 
 from .errors import SimulationError
+
+
+PER_WORLD_MAX_ROWS = 1024
+"""Above this many rows in one world, "auto" uses the batched linear solver on a GPU."""
 
 
 class Solver:
@@ -29,16 +33,28 @@ class Solver:
         newton_iterations: Newton iterations per substep (the paper: 4)
         linear_iterations: conjugate residual iterations per Newton iteration (the paper: 20)
         contact_margin: distance [m] within which a contact slot becomes active
+        linear_solver: "batched" (each conjugate residual operation a kernel over all rows of all
+            worlds: best for large worlds on a GPU), "per_world" (one thread runs a whole world's
+            solve: best for many small worlds, and on the CPU, where kernel launches dominate), or
+            "auto" (per_world on the CPU and on a GPU when no world has more than
+            ``PER_WORLD_MAX_ROWS`` rows, batched otherwise). Both give the same iterates.
         check_finite: after every step, raise SimulationError if a world's state is NaN or Inf
             (one small device-to-host copy per step; switch off for CUDA-graph capture)
     """
 
-    def __init__(self, model, *, substeps=2, newton_iterations=4, linear_iterations=20, contact_margin=0.01, check_finite=True):
+    def __init__(self, model, *, substeps=2, newton_iterations=4, linear_iterations=20, contact_margin=0.01, linear_solver="auto", check_finite=True):
         for name, value in (("substeps", substeps), ("newton_iterations", newton_iterations), ("linear_iterations", linear_iterations)):
             if int(value) != value or value < 1:
                 raise ValueError(f"{name} must be a positive integer, got {value}")
         if not (math.isfinite(contact_margin) and contact_margin >= 0.0):
             raise ValueError(f"contact_margin must be non-negative, got {contact_margin}")
+        if linear_solver not in ("auto", "batched", "per_world"):
+            raise ValueError(f"linear_solver must be 'auto', 'batched' or 'per_world', got {linear_solver!r}")
+        if linear_solver == "auto":
+            largest_world = int(np.max(np.diff(model.row_world_start))) if model.world_count else 0
+            small = largest_world <= PER_WORLD_MAX_ROWS
+            linear_solver = "per_world" if (model.device.is_cpu or small) else "batched"
+        self.linear_solver = linear_solver
         self.model = model
         self.substeps = int(substeps)
         self.newton_iterations = int(newton_iterations)
@@ -161,7 +177,7 @@ class Solver:
         wp.launch(rows.scatter_transpose_values, m.nnz, device=dev, inputs=[self.J_values, m.J_to_JT, self.JT_values])
         self._solve_conjugate_residual()
         if m.contact_slot_count:
-            wp.launch(contact.project_contact_multipliers, m.contact_slot_count, device=dev,
+            wp.launch(contact.project_friction, m.contact_slot_count, device=dev,
                       inputs=[m.slot_mu, m.slot_row, self.contact_active, self.lam, self.dlam, self.contact_sliding])
         self._apply_inverse_mass_transpose(self.dlam)
         wp.launch(integration.apply_position_update, self.entity_count, device=dev,
@@ -190,6 +206,12 @@ class Solver:
             wp.launch(hinge.eval_hinge_rows, m.hinge_count, device=dev, inputs=[
                 state.body_q, m.hinge_body_a, m.hinge_body_b, m.hinge_anchor_a, m.hinge_anchor_b, m.hinge_axis_a,
                 m.hinge_normal_b1, m.hinge_normal_b2, m.hinge_compliance, m.hinge_row, inv_h2, *common, self.row_damping])
+        if m.prismatic_count:
+            wp.launch(prismatic.eval_prismatic_rows, m.prismatic_count, device=dev, inputs=[
+                state.body_q, self.body_q_prev, m.prismatic_body_a, m.prismatic_body_b, m.prismatic_anchor_a,
+                m.prismatic_anchor_b, m.prismatic_axis_a, m.prismatic_normal_a1, m.prismatic_normal_a2,
+                m.prismatic_rest_rotation, m.prismatic_compliance, m.prismatic_driven, m.prismatic_drive_compliance,
+                control.prismatic_rate, m.prismatic_row, h, inv_h2, *common, self.row_damping])
         if m.spring_count:
             wp.launch(angular_spring.eval_angular_spring_rows, m.spring_count, device=dev, inputs=[
                 state.body_q, m.spring_body_a, m.spring_body_b, m.spring_axis_a, m.spring_rest_rotation, m.spring_stiffness,
@@ -228,6 +250,14 @@ class Solver:
     def _solve_conjugate_residual(self):
         """dlam ~= [J M^-1 J^T + E]^-1 rhs by Jacobi-preconditioned conjugate residual, per world."""
         m, dev = self.model, self.model.device
+        if self.linear_solver == "per_world":
+            wp.launch(linear_solver.cr_solve_per_world, m.world_count, device=dev, inputs=[
+                m.row_world_start_device, m.particle_world_start_device, m.body_world_start_device, m.particle_count,
+                self.linear_iterations, m.J_offsets, m.J_columns, self.J_values, m.JT_offsets, m.JT_columns,
+                self.JT_values, m.particle_inv_mass, m.body_inv_mass, self.body_inv_inertia_world, self.compliance_eff,
+                self.coupling_eff, m.row_block_start, self.rhs, self.inv_diagonal],
+                outputs=[self.u, self.z, self.p, self.Az, self.Ap, self.dlam])
+            return
         n, W = m.row_count, m.world_count
         wp.launch(linear_solver.cr_start, n, device=dev, inputs=[self.rhs, self.inv_diagonal], outputs=[self.dlam, self.z, self.p])
         self._multiply(self.z, self.Az)

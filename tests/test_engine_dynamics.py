@@ -206,3 +206,25 @@ def test_sphere_rolls_down_slope(device):
     along = (xs - xs[0]) @ np.array([math.cos(angle), 0.0, -math.sin(angle)])
     acc = 2 * np.polyfit(t[30:], along[30:], 2)[0]
     assert abs(acc / (5.0 / 7.0 * G * math.sin(angle)) - 1) < 0.05
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("mu", [0.0, 0.5])
+def test_soft_block_sags_under_own_weight(device, mu):
+    """A soft block (nu = 0) resting on the ground sags by rho g H^2 / (2 Y) under its own weight, within 2 %.
+
+    Covers soft bodies on frictionless and frictional ground with damping (both once diverged).
+    """
+    from softsnake.meshing import box_tet_mesh
+
+    H, Y, rho = 0.1, 2.0e4, 1000.0
+    verts, tets = box_tet_mesh(size=(0.1, 0.1, H), cells=(2, 2, 2))
+    b = softsnake.ModelBuilder()
+    b.add_ground(mu=mu)
+    b.add_soft_mesh(verts, tets, rho, Y, 0.0, position=(0.0, 0.0, H / 2), damping=0.01)
+    model = b.finalize(device)
+    state, _ = run(model, 2.0, dt=1.0 / 60.0)
+    q = state.particle_q.numpy()
+    sag = H - q[verts[:, 2] > H / 2 - 1e-9, 2].mean()
+    assert abs(sag / (rho * G * H * H / (2 * Y)) - 1) < 0.02
+    assert q[:, 2].min() > -1e-4

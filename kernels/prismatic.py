@@ -1,0 +1,152 @@
+"""Prismatic joint rows between body a (or the static world, a = -1) and body b: six rows.
+
+The joint lets b slide relative to a along an axis fixed in a's frame and nothing else.
+
+Rows 0-2 lock the relative rotation: c = 2 vec(q_err), q_err = q_b (q_a q0)^-1 (the world-frame
+rotation from b's rest orientation relative to a to its current one, taken with w >= 0; q0 is
+the relative rotation at build time). Perturbing q_b by a small world rotation dtheta_b gives
+d(2 vec q_err) = w dtheta_b + dtheta_b x v, and perturbing q_a gives -(w dtheta_a + v x dtheta_a),
+with q_err = (v, w); so row k has angular blocks w e_k + v x e_k (b) and -w e_k + v x e_k (a).
+
+Rows 3-4 keep the anchors on the axis: c = n_k . d with d = (x_b + R_b r_b) - (x_a + R_a r_a) and
+n_k = R_a n_k_local the two unit vectors perpendicular to the axis, fixed in a's frame. Since n_k
+turns with a, d(n . d) = n . (dx_b + dtheta_b x r_b - dx_a - dtheta_a x r_a) + dtheta_a . (n x d),
+i.e. blocks (n, r_b x n) for b and (-n, -(r_a + d) x n) for a, r_a + d being the offset of b's
+anchor from a's centre of mass.
+
+Row 5 is the drive along the axis (seed 000 sec. II-E, the growth constraint g(q, v) = u): with
+the extension e = (R_a axis) . d, a driven joint's row is c = e(x) - e(x_n) - u h, i.e. the
+target extension is advanced by the commanded rate u [m/s] (``Control.prismatic_rate``) every
+substep from the extension at the substep's start; its Jacobian is row 3's with n = axis. With a
+drive compliance the drive yields to loads like a feedback controller of finite gain. An undriven
+joint's row 5 exerts nothing, so b slides freely along the axis.
+"""
+
+import warp as wp
+
+from .distance import write_neutral_row
+from .entities import write_body_block
+from .hinge import body_frame
+
+
+@wp.func
+def anchor_offset(tf_a: wp.transform, tf_b: wp.transform, anchor_a: wp.vec3, anchor_b: wp.vec3):
+    """d = (x_b + R_b r_b) - (x_a + R_a r_a) [m]."""
+    return wp.transform_point(tf_b, anchor_b) - wp.transform_point(tf_a, anchor_a)
+
+
+@wp.func
+def write_joint_rows(
+    J_values: wp.array(dtype=float),
+    nz: int,
+    has_a: int,
+    lin: wp.vec3,
+    ang_a: wp.vec3,
+    ang_b: wp.vec3,
+):
+    """One row's blocks: (-lin, ang_a) on a (if a is a body), (lin, ang_b) on b."""
+    if has_a != 0:
+        write_body_block(J_values, nz, -lin, ang_a)
+        nz += 6
+    write_body_block(J_values, nz, lin, ang_b)
+
+
+@wp.kernel
+def eval_prismatic_rows(
+    body_q: wp.array(dtype=wp.transform),
+    body_q_prev: wp.array(dtype=wp.transform),
+    prismatic_body_a: wp.array(dtype=int),
+    prismatic_body_b: wp.array(dtype=int),
+    prismatic_anchor_a: wp.array(dtype=wp.vec3),
+    prismatic_anchor_b: wp.array(dtype=wp.vec3),
+    prismatic_axis_a: wp.array(dtype=wp.vec3),
+    prismatic_normal_a1: wp.array(dtype=wp.vec3),
+    prismatic_normal_a2: wp.array(dtype=wp.vec3),
+    prismatic_rest_rotation: wp.array(dtype=wp.quat),
+    prismatic_compliance: wp.array(dtype=float),
+    prismatic_driven: wp.array(dtype=int),
+    prismatic_drive_compliance: wp.array(dtype=float),
+    prismatic_rate: wp.array(dtype=float),
+    prismatic_row: wp.array(dtype=int),
+    h: float,
+    inv_h2: float,
+    J_offsets: wp.array(dtype=int),
+    J_values: wp.array(dtype=float),
+    row_c: wp.array(dtype=float),
+    row_compliance: wp.array(dtype=float),
+    row_damping: wp.array(dtype=float),
+):
+    t = wp.tid()
+    a = prismatic_body_a[t]
+    has_a = int(0)
+    if a >= 0:
+        has_a = 1
+    tf_a = body_frame(body_q, a)
+    tf_b = body_q[prismatic_body_b[t]]
+    qa = wp.transform_get_rotation(tf_a)
+    qb = wp.transform_get_rotation(tf_b)
+    row0 = prismatic_row[t]
+    alpha = prismatic_compliance[t] * inv_h2
+
+    # Rows 0-2: relative rotation.
+    q_err = qb * wp.quat_inverse(qa * prismatic_rest_rotation[t])
+    if q_err[3] < 0.0:
+        q_err = wp.quat(-q_err[0], -q_err[1], -q_err[2], -q_err[3])
+    v = wp.vec3(q_err[0], q_err[1], q_err[2])
+    w = q_err[3]
+    for k in range(3):
+        e = wp.vec3(0.0)
+        e[k] = 1.0
+        row = row0 + k
+        write_joint_rows(J_values, J_offsets[row], has_a, wp.vec3(0.0), -w * e + wp.cross(v, e), w * e + wp.cross(v, e))
+        row_c[row] = 2.0 * v[k]
+        row_compliance[row] = alpha
+        row_damping[row] = 0.0
+
+    # Rows 3-4: anchors on the axis; row 5: drive along it.
+    d = anchor_offset(tf_a, tf_b, prismatic_anchor_a[t], prismatic_anchor_b[t])
+    r_b = wp.quat_rotate(qb, prismatic_anchor_b[t])
+    r_ab = d + wp.quat_rotate(qa, prismatic_anchor_a[t])
+    for k in range(3):
+        local = prismatic_normal_a1[t]
+        if k == 1:
+            local = prismatic_normal_a2[t]
+        elif k == 2:
+            local = prismatic_axis_a[t]
+        n = wp.quat_rotate(qa, local)
+        row = row0 + 3 + k
+        nz = J_offsets[row]
+        if k < 2:
+            write_joint_rows(J_values, nz, has_a, n, -wp.cross(r_ab, n), wp.cross(r_b, n))
+            row_c[row] = wp.dot(n, d)
+            row_compliance[row] = alpha
+            row_damping[row] = 0.0
+        elif prismatic_driven[t] != 0:
+            tf_a_prev = body_frame(body_q_prev, a)
+            tf_b_prev = body_q_prev[prismatic_body_b[t]]
+            d_prev = anchor_offset(tf_a_prev, tf_b_prev, prismatic_anchor_a[t], prismatic_anchor_b[t])
+            extension_prev = wp.dot(wp.quat_rotate(wp.transform_get_rotation(tf_a_prev), local), d_prev)
+            write_joint_rows(J_values, nz, has_a, n, -wp.cross(r_ab, n), wp.cross(r_b, n))
+            row_c[row] = wp.dot(n, d) - extension_prev - prismatic_rate[t] * h
+            row_compliance[row] = prismatic_drive_compliance[t] * inv_h2
+            row_damping[row] = 0.0
+        else:
+            write_joint_rows(J_values, nz, has_a, wp.vec3(0.0), wp.vec3(0.0), wp.vec3(0.0))
+            write_neutral_row(row, row_c, row_compliance, row_damping)
+
+
+@wp.kernel
+def prismatic_extension(
+    body_q: wp.array(dtype=wp.transform),
+    prismatic_body_a: wp.array(dtype=int),
+    prismatic_body_b: wp.array(dtype=int),
+    prismatic_anchor_a: wp.array(dtype=wp.vec3),
+    prismatic_anchor_b: wp.array(dtype=wp.vec3),
+    prismatic_axis_a: wp.array(dtype=wp.vec3),
+    extension: wp.array(dtype=float),
+):
+    """Extension of every prismatic joint along its axis from its build pose [m]."""
+    t = wp.tid()
+    tf_a = body_frame(body_q, prismatic_body_a[t])
+    d = anchor_offset(tf_a, body_q[prismatic_body_b[t]], prismatic_anchor_a[t], prismatic_anchor_b[t])
+    extension[t] = wp.dot(wp.quat_rotate(wp.transform_get_rotation(tf_a), prismatic_axis_a[t]), d)
