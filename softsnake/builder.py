@@ -163,6 +163,10 @@ class ModelBuilder:
         self.spring_body_a, self.spring_body_b, self.spring_axis_a, self.spring_rest_rotation = [], [], [], []
         self.spring_stiffness, self.spring_damping, self.spring_target, self.spring_world = [], [], [], []
         self.spring_curves = []
+        self.prismatic_body_a, self.prismatic_body_b, self.prismatic_anchor_a, self.prismatic_anchor_b = [], [], [], []
+        self.prismatic_axis_a, self.prismatic_normal_a1, self.prismatic_normal_a2 = [], [], []
+        self.prismatic_rest_rotation, self.prismatic_compliance, self.prismatic_driven = [], [], []
+        self.prismatic_drive_compliance, self.prismatic_rate, self.prismatic_world = [], [], []
         # Pressure channels and static obstacles.
         self.pressure_channel_world = []
         self.obstacle_kind, self.obstacle_pos, self.obstacle_rot, self.obstacle_size = [], [], [], []
@@ -196,6 +200,10 @@ class ModelBuilder:
     @property
     def spring_count(self):
         return len(self.spring_body_a)
+
+    @property
+    def prismatic_count(self):
+        return len(self.prismatic_body_a)
 
     @property
     def shape_count(self):
@@ -589,6 +597,52 @@ class ModelBuilder:
         self.spring_world.append(self._direct_world())
         return self.spring_count - 1
 
+    def add_prismatic(self, body_a, body_b, anchor, axis, *, compliance=0.0, drive=False, rate=0.0, drive_compliance=0.0):
+        """Prismatic (slider) joint between body_a (-1: the static world) and body_b; six rows.
+
+        The relative rotation is locked and b's anchor stays on the line through a's anchor along
+        ``axis`` (fixed in a's frame); b slides freely along it unless the joint is driven. A driven
+        joint extends at the commanded rate ``Control.prismatic_rate`` (the growth constraint of
+        seed 000 sec. II-E). The extension is measured from the build pose.
+
+        Args:
+            anchor: joint point in world coordinates at the current poses [m] (both bodies' anchors)
+            axis: sliding axis in world coordinates at the current poses
+            compliance: [m/N] of the five locking rows (0: rigid)
+            drive: whether the joint is driven along its axis
+            rate: initial commanded extension rate [m/s] (``Control.prismatic_rate``)
+            drive_compliance: [m/N] of the drive row (0: the rate is met exactly)
+        """
+        what = f"prismatic {self.prismatic_count}"
+        body_a = self._check_body(body_a, what, allow_world=True)
+        body_b = self._check_body(body_b, what)
+        if body_a == body_b:
+            raise ModelError(f"{what} joins body {body_b} to itself")
+        anchor = _vec(anchor, 3, f"{what} anchor")
+        axis = _vec(axis, 3, f"{what} axis")
+        if np.linalg.norm(axis) < 1e-12:
+            raise ModelError(f"{what} axis is zero")
+        rate = float(_vec([rate], 1, f"{what} rate")[0])
+        pa, qa = self._body_pose(body_a)
+        pb, qb = self._body_pose(body_b)
+        Ra, Rb = quat_to_matrix(qa), quat_to_matrix(qb)
+        axis_local = Ra.T @ (axis / np.linalg.norm(axis))
+        e1, e2 = perpendicular_pair(axis_local)
+        self.prismatic_body_a.append(body_a)
+        self.prismatic_body_b.append(body_b)
+        self.prismatic_anchor_a.append(Ra.T @ (anchor - pa))
+        self.prismatic_anchor_b.append(Rb.T @ (anchor - pb))
+        self.prismatic_axis_a.append(axis_local)
+        self.prismatic_normal_a1.append(e1)
+        self.prismatic_normal_a2.append(e2)
+        self.prismatic_rest_rotation.append(quat_multiply(quat_inverse(qa), qb))
+        self.prismatic_compliance.append(_non_negative(compliance, f"{what} compliance"))
+        self.prismatic_driven.append(bool(drive))
+        self.prismatic_drive_compliance.append(_non_negative(drive_compliance, f"{what} drive_compliance"))
+        self.prismatic_rate.append(rate)
+        self.prismatic_world.append(self._direct_world())
+        return self.prismatic_count - 1
+
     # ------------------------------------------------------------------ obstacles
     def _add_obstacle(self, kind, position, rotation, size, mu, what):
         self.obstacle_kind.append(kind)
@@ -679,6 +733,15 @@ class ModelBuilder:
         for name in ("spring_axis_a", "spring_rest_rotation", "spring_stiffness", "spring_damping", "spring_target", "spring_curves"):
             getattr(self, name).extend(getattr(builder, name))
         self.spring_world += [world] * builder.spring_count
+        for a, anchor in zip(builder.prismatic_body_a, builder.prismatic_anchor_a):
+            self.prismatic_anchor_a.append(anchor + offset if a < 0 else anchor)
+        self.prismatic_body_a += [shift_body(b) for b in builder.prismatic_body_a]
+        self.prismatic_body_b += [b + b0 for b in builder.prismatic_body_b]
+        for name in ("prismatic_anchor_b", "prismatic_axis_a", "prismatic_normal_a1", "prismatic_normal_a2",
+                     "prismatic_rest_rotation", "prismatic_compliance", "prismatic_driven", "prismatic_drive_compliance",
+                     "prismatic_rate"):
+            getattr(self, name).extend(getattr(builder, name))
+        self.prismatic_world += [world] * builder.prismatic_count
         self.pressure_channel_world += [world] * builder.pressure_channel_count
         self.obstacle_kind += list(builder.obstacle_kind)
         self.obstacle_pos += [p + offset for p in builder.obstacle_pos]

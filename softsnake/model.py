@@ -45,18 +45,20 @@ class Control:
     Attributes:
         pressure: chamber pressure of every pressure channel [Pa] (``ModelBuilder.add_pressure_channel``)
         joint_target: target angle of every angular spring [rad], relative to its rest pose
+        prismatic_rate: commanded extension rate of every prismatic joint [m/s] (driven joints only)
     """
 
     def __init__(self, model):
         self.pressure = wp.zeros(max(model.pressure_channel_count, 1), dtype=float, device=model.device)
         self.joint_target = wp.clone(model.spring_target)
+        self.prismatic_rate = wp.clone(model.prismatic_rate)
 
 
 class Model:
     """Immutable description of everything simulated; made by ``ModelBuilder.finalize``.
 
     Counts: ``world_count``, ``particle_count``, ``body_count``, ``distance_count``,
-    ``tet_count``, ``attachment_count``, ``hinge_count``, ``spring_count``, ``obstacle_count``,
+    ``tet_count``, ``attachment_count``, ``hinge_count``, ``prismatic_count``, ``spring_count``, ``obstacle_count``,
     ``contact_slot_count``, ``row_count``, ``pressure_channel_count``. Host-side copies of the
     index maps (``*_world_start`` numpy arrays) let users slice per-world results.
     """
@@ -73,7 +75,7 @@ class Model:
         return Control(self)
 
     def world_slice(self, kind, world):
-        """Index range of ``kind`` in {"particle", "body", "row", "pressure_channel", "spring"} for one world."""
+        """Index range of ``kind`` in {"particle", "body", "row", "pressure_channel", "spring", "prismatic"} for one world."""
         starts = getattr(self, f"{kind}_world_start")
         return slice(int(starts[world]), int(starts[world + 1]))
 
