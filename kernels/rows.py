@@ -98,3 +98,9 @@ def scatter_transpose_values(
 def accumulate_multipliers(lam: wp.array(dtype=float), dlam: wp.array(dtype=float)):
     i = wp.tid()
     lam[i] = lam[i] + dlam[i]
+
+
+@wp.kernel
+def scale_multipliers(lam: wp.array(dtype=float), factor: float):
+    i = wp.tid()
+    lam[i] = lam[i] * factor

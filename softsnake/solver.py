@@ -38,11 +38,15 @@ class Solver:
             solve: best for many small worlds, and on the CPU, where kernel launches dominate), or
             "auto" (per_world on the CPU and on a GPU when no world has more than
             ``PER_WORLD_MAX_ROWS`` rows, batched otherwise). Both give the same iterates.
+        warm_start: start every substep's Newton iterations from the previous substep's
+            multipliers (rescaled to the new substep length) and the positions they imply,
+            x = x~ + M^-1 J^T lambda, instead of lambda = 0. Stiff bodies then keep their stresses
+            from substep to substep instead of rebuilding them with a few iterations each time.
         check_finite: after every step, raise SimulationError if a world's state is NaN or Inf
             (one small device-to-host copy per step; switch off for CUDA-graph capture)
     """
 
-    def __init__(self, model, *, substeps=2, newton_iterations=4, linear_iterations=20, contact_margin=0.01, linear_solver="auto", check_finite=True):
+    def __init__(self, model, *, substeps=2, newton_iterations=4, linear_iterations=20, contact_margin=0.01, linear_solver="auto", warm_start=True, check_finite=True):
         for name, value in (("substeps", substeps), ("newton_iterations", newton_iterations), ("linear_iterations", linear_iterations)):
             if int(value) != value or value < 1:
                 raise ValueError(f"{name} must be a positive integer, got {value}")
@@ -61,6 +65,8 @@ class Solver:
         self.linear_iterations = int(linear_iterations)
         self.contact_margin = float(contact_margin)
         self.check_finite = bool(check_finite)
+        self.warm_start = bool(warm_start)
+        self._previous_h = None
         self.fb_epsilon = 1.0e-9
         """Regularisation of the Fischer-Burmeister corner a = b = 0 [m]."""
         self.contact_regularization = 1.0e-2
@@ -149,7 +155,11 @@ class Solver:
                 outputs=[self.contact_active, self.contact_sliding, self.contact_anchor, self.contact_normal,
                          self.contact_surface, self.contact_start])
         if m.row_count:
-            self.lam.zero_()
+            if self.warm_start and self._previous_h is not None:
+                self._start_from_previous_multipliers(state, control, h)
+            else:
+                self.lam.zero_()
+            self._previous_h = h
             for _ in range(self.newton_iterations):
                 self._newton_iteration(state, control, h)
         inv_h = 1.0 / h
@@ -159,6 +169,20 @@ class Solver:
         if m.body_count:
             wp.launch(integration.finish_body_velocities, m.body_count, device=dev,
                       inputs=[state.body_q, self.body_q_pred, inv_h, state.body_qd])
+
+    def _start_from_previous_multipliers(self, state, control, h):
+        """lambda <- previous lambda (h / h_prev)^2 (same forces), x <- x~ + M^-1 J(x~)^T lambda."""
+        m, dev = self.model, self.model.device
+        ratio = h / self._previous_h
+        wp.launch(rows.scale_multipliers, m.row_count, device=dev, inputs=[self.lam, ratio * ratio])
+        if m.body_count:
+            wp.launch(integration.update_world_inverse_inertia, m.body_count, device=dev,
+                      inputs=[state.body_q, m.body_inv_inertia, self.body_inv_inertia_world])
+        self._evaluate_rows(state, control, h, 1.0 / h, 1.0 / (h * h))
+        wp.launch(rows.scatter_transpose_values, m.nnz, device=dev, inputs=[self.J_values, m.J_to_JT, self.JT_values])
+        self._apply_inverse_mass_transpose(self.lam)
+        wp.launch(integration.apply_position_update, self.entity_count, device=dev,
+                  inputs=[self.u, m.particle_count, state.particle_q, state.body_q])
 
     def _newton_iteration(self, state, control, h):
         m, dev = self.model, self.model.device
