@@ -17,8 +17,10 @@ anchor from a's centre of mass.
 Row 5 is the drive along the axis (seed 000 sec. II-E, the growth constraint g(q, v) = u): with
 the extension e = (R_a axis) . d, a driven joint's row is c = e(x) - e(x_n) - u h, i.e. the
 target extension is advanced by the commanded rate u [m/s] (``Control.prismatic_rate``) every
-substep from the extension at the substep's start; its Jacobian is row 3's with n = axis. With a
-drive compliance the drive yields to loads like a feedback controller of finite gain. An undriven
+substep from the extension at the substep's start; its Jacobian is row 3's with n = axis. A drive
+mobility b [m/(N s)] makes the drive a controller of finite gain, as the growth controllers of
+real vines (seed 000 sec. II-E): the extension rate drops by b F under an axial load F (row
+compliance b / h: the row then reads e - e_n - u h = -b F h, with F = lambda / h^2). An undriven
 joint's row 5 exerts nothing, so b slides freely along the axis.
 """
 
@@ -65,7 +67,7 @@ def eval_prismatic_rows(
     prismatic_rest_rotation: wp.array(dtype=wp.quat),
     prismatic_compliance: wp.array(dtype=float),
     prismatic_driven: wp.array(dtype=int),
-    prismatic_drive_compliance: wp.array(dtype=float),
+    prismatic_drive_mobility: wp.array(dtype=float),
     prismatic_rate: wp.array(dtype=float),
     prismatic_row: wp.array(dtype=int),
     h: float,
@@ -128,25 +130,9 @@ def eval_prismatic_rows(
             extension_prev = wp.dot(wp.quat_rotate(wp.transform_get_rotation(tf_a_prev), local), d_prev)
             write_joint_rows(J_values, nz, has_a, n, -wp.cross(r_ab, n), wp.cross(r_b, n))
             row_c[row] = wp.dot(n, d) - extension_prev - prismatic_rate[t] * h
-            row_compliance[row] = prismatic_drive_compliance[t] * inv_h2
+            row_compliance[row] = prismatic_drive_mobility[t] / h
             row_damping[row] = 0.0
         else:
             write_joint_rows(J_values, nz, has_a, wp.vec3(0.0), wp.vec3(0.0), wp.vec3(0.0))
             write_neutral_row(row, row_c, row_compliance, row_damping)
 
-
-@wp.kernel
-def prismatic_extension(
-    body_q: wp.array(dtype=wp.transform),
-    prismatic_body_a: wp.array(dtype=int),
-    prismatic_body_b: wp.array(dtype=int),
-    prismatic_anchor_a: wp.array(dtype=wp.vec3),
-    prismatic_anchor_b: wp.array(dtype=wp.vec3),
-    prismatic_axis_a: wp.array(dtype=wp.vec3),
-    extension: wp.array(dtype=float),
-):
-    """Extension of every prismatic joint along its axis from its build pose [m]."""
-    t = wp.tid()
-    tf_a = body_frame(body_q, prismatic_body_a[t])
-    d = anchor_offset(tf_a, body_q[prismatic_body_b[t]], prismatic_anchor_a[t], prismatic_anchor_b[t])
-    extension[t] = wp.dot(wp.quat_rotate(wp.transform_get_rotation(tf_a), prismatic_axis_a[t]), d)

@@ -166,7 +166,7 @@ class ModelBuilder:
         self.prismatic_body_a, self.prismatic_body_b, self.prismatic_anchor_a, self.prismatic_anchor_b = [], [], [], []
         self.prismatic_axis_a, self.prismatic_normal_a1, self.prismatic_normal_a2 = [], [], []
         self.prismatic_rest_rotation, self.prismatic_compliance, self.prismatic_driven = [], [], []
-        self.prismatic_drive_compliance, self.prismatic_rate, self.prismatic_world = [], [], []
+        self.prismatic_drive_mobility, self.prismatic_rate, self.prismatic_world = [], [], []
         # Pressure channels and static obstacles.
         self.pressure_channel_world = []
         self.obstacle_kind, self.obstacle_pos, self.obstacle_rot, self.obstacle_size = [], [], [], []
@@ -597,7 +597,7 @@ class ModelBuilder:
         self.spring_world.append(self._direct_world())
         return self.spring_count - 1
 
-    def add_prismatic(self, body_a, body_b, anchor, axis, *, compliance=0.0, drive=False, rate=0.0, drive_compliance=0.0):
+    def add_prismatic(self, body_a, body_b, anchor, axis, *, compliance=0.0, drive=False, rate=0.0, drive_mobility=0.0):
         """Prismatic (slider) joint between body_a (-1: the static world) and body_b; six rows.
 
         The relative rotation is locked and b's anchor stays on the line through a's anchor along
@@ -611,7 +611,8 @@ class ModelBuilder:
             compliance: [m/N] of the five locking rows (0: rigid)
             drive: whether the joint is driven along its axis
             rate: initial commanded extension rate [m/s] (``Control.prismatic_rate``)
-            drive_compliance: [m/N] of the drive row (0: the rate is met exactly)
+            drive_mobility: [m/(N s)] drop of the extension rate per newton of axial load (0: the rate
+                is met exactly; u / mobility is the load that stalls the drive)
         """
         what = f"prismatic {self.prismatic_count}"
         body_a = self._check_body(body_a, what, allow_world=True)
@@ -638,7 +639,7 @@ class ModelBuilder:
         self.prismatic_rest_rotation.append(quat_multiply(quat_inverse(qa), qb))
         self.prismatic_compliance.append(_non_negative(compliance, f"{what} compliance"))
         self.prismatic_driven.append(bool(drive))
-        self.prismatic_drive_compliance.append(_non_negative(drive_compliance, f"{what} drive_compliance"))
+        self.prismatic_drive_mobility.append(_non_negative(drive_mobility, f"{what} drive_mobility"))
         self.prismatic_rate.append(rate)
         self.prismatic_world.append(self._direct_world())
         return self.prismatic_count - 1
@@ -738,7 +739,7 @@ class ModelBuilder:
         self.prismatic_body_a += [shift_body(b) for b in builder.prismatic_body_a]
         self.prismatic_body_b += [b + b0 for b in builder.prismatic_body_b]
         for name in ("prismatic_anchor_b", "prismatic_axis_a", "prismatic_normal_a1", "prismatic_normal_a2",
-                     "prismatic_rest_rotation", "prismatic_compliance", "prismatic_driven", "prismatic_drive_compliance",
+                     "prismatic_rest_rotation", "prismatic_compliance", "prismatic_driven", "prismatic_drive_mobility",
                      "prismatic_rate"):
             getattr(self, name).extend(getattr(builder, name))
         self.prismatic_world += [world] * builder.prismatic_count

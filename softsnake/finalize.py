@@ -290,7 +290,7 @@ def finalize_model(builder, device):
     m.prismatic_rest_rotation = arr(np.asarray(builder.prismatic_rest_rotation).reshape(-1, 4), wp.quat)
     m.prismatic_compliance = arr(builder.prismatic_compliance, float)
     m.prismatic_driven = arr(np.asarray(builder.prismatic_driven, dtype=np.int32), int)
-    m.prismatic_drive_compliance = arr(builder.prismatic_drive_compliance, float)
+    m.prismatic_drive_mobility = arr(builder.prismatic_drive_mobility, float)
     m.prismatic_rate = arr(builder.prismatic_rate, float)
     m.prismatic_row = arr(row_of["prismatic"], int)
 

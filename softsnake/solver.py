@@ -234,7 +234,7 @@ class Solver:
             wp.launch(prismatic.eval_prismatic_rows, m.prismatic_count, device=dev, inputs=[
                 state.body_q, self.body_q_prev, m.prismatic_body_a, m.prismatic_body_b, m.prismatic_anchor_a,
                 m.prismatic_anchor_b, m.prismatic_axis_a, m.prismatic_normal_a1, m.prismatic_normal_a2,
-                m.prismatic_rest_rotation, m.prismatic_compliance, m.prismatic_driven, m.prismatic_drive_compliance,
+                m.prismatic_rest_rotation, m.prismatic_compliance, m.prismatic_driven, m.prismatic_drive_mobility,
                 control.prismatic_rate, m.prismatic_row, h, inv_h2, *common, self.row_damping])
         if m.spring_count:
             wp.launch(angular_spring.eval_angular_spring_rows, m.spring_count, device=dev, inputs=[

@@ -1,0 +1,252 @@
+"""The vine model against the reference data of shared/reference/vine (seed 000).
+
+Cluttered scenes (rollout_1 / rollout_2 of the original simulator, with its settings): our rollout
+over the reference at a few instants, the tip error against time (median and maximum in tube
+diameters), the final length against the reference (within 1 %), and on which side of each
+obstacle the vine lies at every step (the signed angle the backbone sweeps around the obstacle's
+centre: two shapes pass an obstacle on the same side when their angles differ by less than pi).
+The same metrics with two substeps per step show how much the solver settings matter.
+
+Wall scene (real robot growing into a wall, seed 000 Fig. 7): starting from the first state and
+velocities of the original fit's initial guess, the tip x error against the 8 video frames (mean
+absolute error, seed 000 reports 1.1 mm for its fitted model), before fitting (the scene's
+stiffness 0.05 N m/rad, damping 1e-5 N m s/rad) and after fitting stiffness and damping: a batch
+of rollouts over a logarithmic grid (one world per parameter pair, one run), then
+scipy.optimize.minimize (Nelder-Mead in log parameters, bounded) from the grid's best.
+
+Writes into --out (default experiments/results): vine_reference_metrics.csv,
+vine_reference_shapes.png, vine_reference_errors.png, vine_wall_fit.csv, vine_wall_fit.png.
+
+Usage: python experiments/vine_reference.py [--out DIR]
+"""
+
+import argparse
+import csv
+import sys
+import time
+from dataclasses import replace
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import matplotlib  # noqa: E402
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402  (the backend must be chosen first)
+import numpy as np  # noqa: E402
+import warp as wp  # noqa: E402
+from scipy.optimize import minimize  # noqa: E402
+
+from softsnake.vine.cmd_plan import _draw_obstacles  # noqa: E402
+from softsnake.vine.reference import load_jitosho_rollout, load_wall_fit, rollout_length, rollout_tip  # noqa: E402
+from softsnake.vine.scene import load_scene  # noqa: E402
+from softsnake.vine.simulation import VineBatch, VineSpec, rollout, specs_from_scene  # noqa: E402
+
+RESULTS = Path(__file__).resolve().parent / "results"
+SNAPSHOT_TIMES = (0.5, 1.5, 2.5, 3.0, 3.5, 4.0, 4.5, 4.99)
+"""Instants of the shape comparison [s]."""
+
+FIT_GRID_STIFFNESS = np.logspace(-6, 1, 15)
+"""Stiffness values of the wall fit's batch grid [N m/rad]."""
+
+FIT_GRID_DAMPING = np.logspace(-7, -2, 11)
+"""Damping values of the wall fit's batch grid [N m s/rad]."""
+
+FIT_BOUNDS = ((np.log(1e-7), np.log(100.0)), (np.log(1e-8), np.log(1e-1)))
+"""Bounds of log stiffness and log damping in the refinement."""
+
+
+def swept_angles(points, centres):
+    """Signed angle [rad] the polyline ``points`` (..., n, 2) sweeps around each centre (k, 2): (..., k)."""
+    offsets = points[..., None, :, :] - centres[:, None, :]
+    angles = np.unwrap(np.arctan2(offsets[..., 1], offsets[..., 0]), axis=-1)
+    return angles[..., -1] - angles[..., 0]
+
+
+def backbone(poses, half_length):
+    """Polyline through the base, the body centres and the tip [m], (..., B + 2, 2)."""
+    first, last = poses[..., 0, :], poses[..., -1, :]
+    base = first[..., :2] - half_length * np.stack([np.cos(first[..., 2]), np.sin(first[..., 2])], axis=-1)
+    tip = last[..., :2] + half_length * np.stack([np.cos(last[..., 2]), np.sin(last[..., 2])], axis=-1)
+    return np.concatenate([base[..., None, :], poses[..., :2], tip[..., None, :]], axis=-2)
+
+
+def cluttered(number, substeps):
+    """Rollout of cluttered scene ``number`` and its metrics against the reference."""
+    scene = load_scene(f"jitosho_cluttered_{number}")
+    times, q_ref, _ = load_jitosho_rollout(number)
+    steps = len(times) - 1
+    start = time.perf_counter()
+    batch = VineBatch(specs_from_scene(scene), solver_options={"substeps": substeps})
+    result = rollout(batch, steps, scene.sim.dt)
+    wall = time.perf_counter() - start
+    poses = result.poses[:, 0]
+    diameter = 2.0 * scene.vine.tube_radius
+    error = np.linalg.norm(result.tips[:, 0] - rollout_tip(q_ref), axis=1) / diameter
+    centres = np.array([obstacle.center for obstacle in scene.obstacles])
+    ours = swept_angles(backbone(poses, 0.003), centres)
+    theirs = swept_angles(backbone(q_ref, 0.003), centres)
+    same_side = np.abs(ours - theirs) < np.pi
+    length, length_ref = result.lengths[-1, 0], rollout_length(q_ref[-1])
+    return {
+        "scene": scene, "times": times, "poses": poses, "reference": q_ref, "error": error,
+        "metrics": {
+            "scene": scene.name, "substeps": substeps, "steps": steps,
+            "tip_error_median_diameters": float(np.median(error)), "tip_error_max_diameters": float(error.max()),
+            "tip_error_max_time_s": float(times[np.argmax(error)]),
+            "tip_error_final_diameters": float(error[-1]),
+            "length_m": float(length), "length_reference_m": float(length_ref),
+            "length_difference_percent": float(100.0 * (length / length_ref - 1.0)),
+            "same_side_every_step": bool(same_side.all()),
+            "steps_on_another_side": int((~same_side.all(axis=1)).sum()),
+            "wall_time_per_step_ms": 1e3 * wall / steps,
+        },
+    }
+
+
+def plot_shapes(runs, path):
+    figure, axes_grid = plt.subplots(len(runs), len(SNAPSHOT_TIMES), figsize=(2.6 * len(SNAPSHOT_TIMES), 2.9 * len(runs)),
+                                     squeeze=False)
+    for row, run in zip(axes_grid, runs):
+        for axes, instant in zip(row, SNAPSHOT_TIMES):
+            k = int(round(instant / run["scene"].sim.dt))
+            _draw_obstacles(axes, run["scene"].obstacles)
+            reference = backbone(run["reference"][k], 0.003)
+            ours = backbone(run["poses"][k], 0.003)
+            axes.plot(reference[:, 0], reference[:, 1], color="black", linewidth=2.5, label="reference (seed 000)")
+            axes.plot(ours[:, 0], ours[:, 1], color="tab:orange", linewidth=1.5, label="softsnake")
+            axes.set_xlim(-0.1, 1.25)
+            axes.set_ylim(-1.2, 0.3)
+            axes.set_aspect("equal")
+            axes.tick_params(labelsize=6)
+            axes.set_title(f"{run['scene'].name.replace('jitosho_', '')}, t = {run['times'][k]:.2f} s", fontsize=7)
+    axes_grid[0, 0].legend(fontsize=6, loc="lower left")
+    figure.tight_layout()
+    figure.savefig(path, dpi=80)
+    plt.close(figure)
+
+
+def plot_errors(runs, path):
+    figure, axes = plt.subplots(1, 1, figsize=(7, 3.6))
+    for run in runs:
+        metrics = run["metrics"]
+        axes.plot(run["times"], run["error"], label=f"{metrics['scene']}, {metrics['substeps']} substep(s)")
+    axes.set_xlabel("time [s]")
+    axes.set_ylabel("tip error [tube diameters]")
+    axes.set_yscale("log")
+    axes.grid(alpha=0.3)
+    axes.legend(fontsize=7)
+    figure.tight_layout()
+    figure.savefig(path, dpi=90)
+    plt.close(figure)
+
+
+def wall_start(reference):
+    """First state of the original fit's initial guess: body poses and velocities in SI units."""
+    guess = reference.fit_initial_guess_z0
+    poses = guess[:30].reshape(10, 3).copy()
+    velocities = guess[30:60].reshape(10, 3).copy()
+    poses[:, :2] *= 1e-3
+    velocities[:, :2] *= 1e-3
+    return poses, velocities
+
+
+def wall_tip_x(scene, reference, stiffness_damping):
+    """Tip x [m] at the video frames, (8, n), for n (stiffness, damping) pairs in one batch."""
+    poses, velocities = wall_start(reference)
+    specs = [VineSpec(replace(scene.vine, stiffness=float(k), damping=float(c)), scene.obstacles, initial_poses=poses,
+                      initial_velocities=velocities) for k, c in stiffness_damping]
+    steps = int(round(reference.frame_times[-1] / scene.sim.dt))
+    result = rollout(VineBatch(specs), steps, scene.sim.dt)
+    frames = np.round(reference.frame_times / scene.sim.dt).astype(int)
+    return result.tips[frames, :, 0]
+
+
+def wall_fit():
+    scene = load_scene("jitosho_wall")
+    reference = load_wall_fit()
+    video_x = reference.video_points[:, -1, 0]
+
+    def mae(tip_x):
+        return np.abs(tip_x - video_x[:, None]).mean(axis=0)
+
+    before = (scene.vine.stiffness, scene.vine.damping)
+    grid = [(k, c) for k in FIT_GRID_STIFFNESS for c in FIT_GRID_DAMPING]
+    start = time.perf_counter()
+    grid_mae = mae(wall_tip_x(scene, reference, grid))
+    grid_seconds = time.perf_counter() - start
+    best = grid[int(np.argmin(grid_mae))]
+    refined = minimize(lambda p: float(mae(wall_tip_x(scene, reference, [tuple(np.exp(p))]))[0]), np.log(best),
+                       method="Nelder-Mead", bounds=FIT_BOUNDS, options={"xatol": 1e-3, "fatol": 1e-7, "maxfev": 80})
+    after = tuple(np.exp(refined.x))
+    tips = wall_tip_x(scene, reference, [before, after])
+    return {
+        "video_x": video_x, "frame_times": reference.frame_times, "tips": tips, "before": before, "after": after,
+        "mae_before_mm": 1e3 * float(mae(tips)[0]), "mae_after_mm": 1e3 * float(mae(tips)[1]),
+        "grid": np.asarray(grid), "grid_mae_mm": 1e3 * grid_mae, "grid_seconds": grid_seconds,
+        "evaluations": refined.nfev, "published_mae_mm": 1e3 * reference.published_tip_x_mae,
+    }
+
+
+def plot_wall(fit, path):
+    figure, (tips_axes, grid_axes) = plt.subplots(1, 2, figsize=(11, 3.8))
+    t = fit["frame_times"]
+    tips_axes.plot(t, 1e3 * fit["video_x"], "ko-", label="video (seed 000 Fig. 7)")
+    tips_axes.plot(t, 1e3 * fit["tips"][:, 0], "s--", color="tab:red",
+                   label=f"before fit: K {fit['before'][0]:.3g}, C {fit['before'][1]:.3g}; MAE {fit['mae_before_mm']:.2f} mm")
+    tips_axes.plot(t, 1e3 * fit["tips"][:, 1], "^-", color="tab:blue",
+                   label=f"after fit: K {fit['after'][0]:.3g}, C {fit['after'][1]:.3g}; MAE {fit['mae_after_mm']:.2f} mm")
+    tips_axes.set_xlabel("time [s]")
+    tips_axes.set_ylabel("tip x [mm]")
+    tips_axes.legend(fontsize=7)
+    tips_axes.grid(alpha=0.3)
+    shape = (len(FIT_GRID_STIFFNESS), len(FIT_GRID_DAMPING))
+    image = grid_axes.pcolormesh(FIT_GRID_DAMPING, FIT_GRID_STIFFNESS, fit["grid_mae_mm"].reshape(shape), shading="nearest",
+                                 cmap="viridis")
+    grid_axes.set_xscale("log")
+    grid_axes.set_yscale("log")
+    grid_axes.set_xlabel("damping C [N m s/rad]")
+    grid_axes.set_ylabel("stiffness K [N m/rad]")
+    grid_axes.plot(*fit["before"][::-1], "rs")
+    grid_axes.plot(*fit["after"][::-1], "b^")
+    figure.colorbar(image, ax=grid_axes, label="tip x MAE [mm]")
+    figure.tight_layout()
+    figure.savefig(path, dpi=90)
+    plt.close(figure)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", default=str(RESULTS), help="output folder (default experiments/results)")
+    out = Path(parser.parse_args(argv).out)
+    out.mkdir(parents=True, exist_ok=True)
+    wp.config.quiet = True
+    print(f"device: {wp.get_device('cpu')} ({wp.get_device('cpu').name})")
+
+    runs = [cluttered(number, substeps) for substeps in (1, 2) for number in (1, 2)]
+    with open(out / "vine_reference_metrics.csv", "w", newline="") as stream:
+        writer = csv.DictWriter(stream, fieldnames=list(runs[0]["metrics"]))
+        writer.writeheader()
+        for run in runs:
+            writer.writerow(run["metrics"])
+            print(", ".join(f"{key} {value:.4g}" if isinstance(value, float) else f"{key} {value}"
+                            for key, value in run["metrics"].items()))
+    plot_shapes([run for run in runs if run["metrics"]["substeps"] == 1], out / "vine_reference_shapes.png")
+    plot_errors(runs, out / "vine_reference_errors.png")
+
+    fit = wall_fit()
+    with open(out / "vine_wall_fit.csv", "w", newline="") as stream:
+        writer = csv.writer(stream)
+        writer.writerow(["time_s", "video_tip_x_m", "before_tip_x_m", "after_tip_x_m"])
+        for row in zip(fit["frame_times"], fit["video_x"], fit["tips"][:, 0], fit["tips"][:, 1]):
+            writer.writerow([f"{value:.6f}" for value in row])
+    plot_wall(fit, out / "vine_wall_fit.png")
+    print(f"wall: before K {fit['before'][0]:.4g} N m/rad, C {fit['before'][1]:.4g} N m s/rad: tip x MAE "
+          f"{fit['mae_before_mm']:.3f} mm; after K {fit['after'][0]:.4g}, C {fit['after'][1]:.4g}: "
+          f"{fit['mae_after_mm']:.3f} mm (seed 000: {fit['published_mae_mm']:.1f} mm); grid of {len(fit['grid'])} "
+          f"rollouts in one batch: {fit['grid_seconds']:.2f} s; refinement: {fit['evaluations']} rollouts")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,166 @@
+"""Runtime of the vine simulation: seed 000 Fig. 5 and seed 003 Fig. 5.
+
+Seed 000 Fig. 5: one vine of 20..100 bodies grows at a constant rate for 400 steps of 10 ms past
+one circular obstacle, with the runtime example's parameters of the reference README (mass
+0.001 kg, inertia 2e-4 kg m^2, stiffness 0.5 N m/rad, damping 3e-5 N m s/rad, tube diameter
+24 mm). Seed 000 does not give the robot's length, growth rate or the obstacle's place; here the
+vine starts 0.2 m long along +x, grows at 0.1 m/s, and meets a circle of radius 0.05 m centred at
+(0.35, 0.04) m after about 1.5 s. Seed 000's reference point: 3.0 ms per step for 30 bodies.
+
+Seed 003 Fig. 5: batches of 1..1024 vines with random launch angles (uniform within +-0.3 rad of
+the scene's heading, fixed seed) in the cluttered scene of jitosho_cluttered_1, for 10, 20 and
+40 links (seed 003's maximum virtual links), time per step and per vine and step. Seed 003 runs
+100 steps; to bound this script's time the largest batches run fewer (column ``steps``), which
+does not change a per-step time that is steady after the first step (the first step, with
+kernel loading, is never timed).
+
+Prints the device; writes vine_runtime_single.csv, vine_runtime_batch.csv and vine_runtime.png
+into --out (default experiments/results).
+
+Usage: python experiments/vine_runtime.py [--out DIR] [--device cpu|cuda] [--quick]
+"""
+
+import argparse
+import csv
+import sys
+import time
+from dataclasses import replace
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import matplotlib  # noqa: E402
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402  (the backend must be chosen first)
+import numpy as np  # noqa: E402
+import warp as wp  # noqa: E402
+
+from softsnake.vine.scene import ObstacleCircle, VineParams, load_scene  # noqa: E402
+from softsnake.vine.simulation import VineBatch, VineSpec  # noqa: E402
+
+RESULTS = Path(__file__).resolve().parent / "results"
+SEED_000_MS_30_BODIES = 3.0
+"""Seed 000's average runtime per 10 ms step for 30 bodies [ms]."""
+
+SINGLE_BODY_COUNTS = (20, 30, 40, 50, 60, 70, 80, 90, 100)
+SINGLE_STEPS, SINGLE_DT = 400, 0.01
+RUNTIME_VINE = VineParams(heading=0.0, length=0.2, tube_radius=0.012, body_mass=0.001, body_inertia=2e-4, stiffness=0.5,
+                          damping=3e-5, growth_rate=0.1)
+RUNTIME_OBSTACLE = ObstacleCircle(center=(0.35, 0.04), radius=0.05)
+
+BATCH_SIZES = (1, 4, 16, 64, 256, 1024)
+BATCH_LINKS = (10, 20, 40)
+HEADING_SPREAD = 0.3
+"""Launch angles are uniform within this many rad of the scene's heading."""
+
+
+def timed_steps(batch, steps, dt):
+    """Seconds per step over ``steps`` steps, after one untimed step (kernel loading)."""
+    batch.step(dt)
+    wp.synchronize_device(batch.model.device)
+    start = time.perf_counter()
+    for _ in range(steps):
+        batch.step(dt)
+    wp.synchronize_device(batch.model.device)
+    return (time.perf_counter() - start) / steps
+
+
+def single_vine(device, body_counts):
+    rows = []
+    for bodies in body_counts:
+        links = bodies // 2
+        vine = replace(RUNTIME_VINE, link_count=links, body_half_length=RUNTIME_VINE.length / (2 * bodies))
+        batch = VineBatch([VineSpec(vine, (RUNTIME_OBSTACLE,))], device=device)
+        seconds = timed_steps(batch, SINGLE_STEPS - 1, SINGLE_DT)
+        tip = batch.poses()[0, -1, :2]
+        rows.append({"bodies": bodies, "steps": SINGLE_STEPS, "ms_per_step": 1e3 * seconds,
+                     "realtime_factor": SINGLE_DT / seconds, "final_tip_x_m": float(tip[0]), "final_tip_y_m": float(tip[1])})
+        print(f"  {bodies:3d} bodies: {1e3 * seconds:7.3f} ms per 10 ms step ({SINGLE_DT / seconds:5.2f} x real time)")
+    return rows
+
+
+def batch_steps(vines, links):
+    """Timed steps of a batch: 100 as seed 003 for small batches, fewer for large ones."""
+    work = vines * links
+    return 100 if work <= 640 else (20 if work <= 10240 else 5)
+
+
+def batched(device, sizes, link_counts):
+    scene = load_scene("jitosho_cluttered_1")
+    rng = np.random.default_rng(0)
+    rows = []
+    for links in link_counts:
+        vine = replace(scene.vine, link_count=links, body_half_length=scene.vine.length / (4 * links))
+        for vines in sizes:
+            headings = scene.vine.heading + rng.uniform(-HEADING_SPREAD, HEADING_SPREAD, vines)
+            start = time.perf_counter()
+            batch = VineBatch([VineSpec(vine, scene.obstacles, float(h)) for h in headings], device=device)
+            build = time.perf_counter() - start
+            steps = batch_steps(vines, links)
+            seconds = timed_steps(batch, steps, scene.sim.dt)
+            rows.append({"links": links, "vines": vines, "steps": steps, "ms_per_step": 1e3 * seconds,
+                         "ms_per_vine_step": 1e3 * seconds / vines, "build_s": build})
+            print(f"  {links:2d} links x {vines:4d} vines: {1e3 * seconds:9.2f} ms per step, "
+                  f"{1e3 * seconds / vines:7.3f} ms per vine and step ({steps} steps; built in {build:.1f} s)")
+    return rows
+
+
+def write_csv(path, rows):
+    with open(path, "w", newline="") as stream:
+        writer = csv.DictWriter(stream, fieldnames=list(rows[0]))
+        writer.writeheader()
+        for row in rows:
+            writer.writerow({key: f"{value:.6g}" if isinstance(value, float) else value for key, value in row.items()})
+
+
+def plot(single, batch, device_name, path):
+    figure, (single_axes, batch_axes, vine_axes) = plt.subplots(1, 3, figsize=(14, 3.8))
+    single_axes.plot([r["bodies"] for r in single], [r["ms_per_step"] for r in single], "o-", label="softsnake")
+    single_axes.plot([30], [SEED_000_MS_30_BODIES], "r*", markersize=12, label="seed 000, 30 bodies")
+    single_axes.axhline(1e3 * SINGLE_DT, color="0.5", linestyle=":", label="real time (10 ms steps)")
+    single_axes.set_xlabel("bodies")
+    single_axes.set_ylabel("ms per step")
+    single_axes.set_title(f"one vine, 400 steps ({device_name})", fontsize=9)
+    single_axes.legend(fontsize=7)
+    for links in sorted({r["links"] for r in batch}):
+        rows = [r for r in batch if r["links"] == links]
+        batch_axes.loglog([r["vines"] for r in rows], [r["ms_per_step"] for r in rows], "o-", label=f"{links} links")
+        vine_axes.loglog([r["vines"] for r in rows], [r["ms_per_vine_step"] for r in rows], "o-", label=f"{links} links")
+    batch_axes.set_xlabel("batch size (vines)")
+    batch_axes.set_ylabel("ms per step")
+    batch_axes.set_title("batch of vines, cluttered scene", fontsize=9)
+    vine_axes.set_xlabel("batch size (vines)")
+    vine_axes.set_ylabel("ms per vine and step")
+    vine_axes.set_title("time per vine (parallel efficiency)", fontsize=9)
+    for axes in (single_axes, batch_axes, vine_axes):
+        axes.grid(alpha=0.3, which="both")
+    batch_axes.legend(fontsize=7)
+    figure.tight_layout()
+    figure.savefig(path, dpi=90)
+    plt.close(figure)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", default=str(RESULTS), help="output folder (default experiments/results)")
+    parser.add_argument("--device", default="cpu", help="Warp device (default cpu)")
+    parser.add_argument("--quick", action="store_true", help="fewer sizes (30 and 60 bodies; batches up to 64)")
+    args = parser.parse_args(argv)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    wp.config.quiet = True
+    device = wp.get_device(args.device)
+    print(f"device: {device} ({device.name})")
+    print("seed 000 Fig. 5: one vine, 400 steps of 10 ms, one circular obstacle")
+    single = single_vine(args.device, (30, 60) if args.quick else SINGLE_BODY_COUNTS)
+    print("seed 003 Fig. 5: batches of vines with random launch angles")
+    batch = batched(args.device, BATCH_SIZES[:4] if args.quick else BATCH_SIZES, BATCH_LINKS)
+    write_csv(out / "vine_runtime_single.csv", single)
+    write_csv(out / "vine_runtime_batch.csv", batch)
+    plot(single, batch, f"{device} {device.name}", out / "vine_runtime.png")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,252 @@
+"""Batched vine-robot rollouts on the engine (seed 003 sec. IV-A: many independent vines at once).
+
+Every vine is its own world of one model, so vines never interact (seed 003 Fig. 1) and each may
+have its own launch angle, growth rate, stiffness, damping and obstacle set; all vines of a batch
+have the same number of links, so their states stack into arrays.
+
+Growth. ``growth="uniform"`` drives every prismatic joint at growth_rate / link_count, all the
+time (seed 000: the whole vine lengthens evenly). ``growth="tip"`` emulates eversion with the same
+fixed-size state: the links open one after the other from the base, each up to
+``link_extension_max``, so material that has grown stays where it is and only the links beyond the
+growing one move outward (the material of seed 003's growing distal link). Either way the
+commanded rates are control arrays (``Control.prismatic_rate``) set once per step.
+
+Steering (seed 004: pneumatic artificial muscles set a constant curvature). Each pin has an
+antagonistic pair of muscle chambers driven by a signed pressure command through the chamber
+latency model of softsnake.snake.pressure (PressureLatency). The differential chamber pressure
+sets the rest curvature linearly, kappa = kappa_max dp / p_supply, with kappa_max
+``STEERING_CURVATURE_MAX`` (the curvature limit of seed 004's robot, reached at the supply
+pressure: seed 004 gives no pressure-curvature map, so this linear map is an assumption). The
+rest curvature becomes each pin spring's rest angle (``Control.joint_target``) through the arc
+length the pin spans (robot.pin_rest_angles), so a steered vine takes a constant-curvature shape
+in free space.
+"""
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from softsnake.builder import ModelBuilder
+from softsnake.snake.pressure import PressureLatency
+from softsnake.solver import Solver
+from softsnake.units import psi_to_pa
+from softsnake.vine.reference import rollout_length
+from softsnake.vine.robot import pin_rest_angles, vine_world
+
+GROWTH_MODES = ("uniform", "tip")
+"""Names accepted by VineBatch(growth=...)."""
+
+STEERING_CURVATURE_MAX = 2.0
+"""Rest curvature at full supply differential pressure [1/m] (seed 004's curvature limit)."""
+
+STEERING_SUPPLY_PRESSURE = psi_to_pa(10.0)
+"""Supply pressure of the steering muscles [Pa] (the PressureLatency default)."""
+
+SOLVER_DEFAULTS = {"substeps": 1, "newton_iterations": 4, "linear_iterations": 20}
+"""Solver settings of the vine rollouts: one substep per step of the papers' dt (1/90 s) follows
+the reference rollouts of seed 000 more closely than two (experiments/results/vine.md)."""
+
+
+class VineSimulationError(ValueError):
+    """Bad input to a vine rollout (one-line message)."""
+
+
+@dataclass(frozen=True)
+class VineSpec:
+    """One vine of a batch.
+
+    vine: its VineParams (growth rate, stiffness, damping, ... all per vine)
+    obstacles: its obstacles (ObstacleCircle / ObstacleRectangle / ObstacleWall)
+    heading: launch angle [rad]; None: ``vine.heading``
+    initial_poses: (B, 3) body centres and angles to start from [m, rad]; None: straight
+    initial_velocities: (B, 3) body velocities [m/s] and angular rates [rad/s]; None: at rest
+    """
+
+    vine: object
+    obstacles: tuple = ()
+    heading: float | None = None
+    initial_poses: np.ndarray | None = None
+    initial_velocities: np.ndarray | None = None
+
+
+@dataclass(frozen=True)
+class VineRollout:
+    """Recorded states of a batch.
+
+    times: (F,) [s]; poses: (F, V, B, 3) body centre x, y [m] and angle [rad], base body first;
+    tips: (F, V, 2) distal end of the last body [m]; lengths: (F, V) backbone length [m];
+    half_length: (V,) body half-length of each vine [m]
+    """
+
+    times: np.ndarray
+    poses: np.ndarray
+    tips: np.ndarray
+    lengths: np.ndarray
+    half_length: np.ndarray
+
+
+def specs_from_scene(scene, *, vine_count=1, heading_spread=0.0):
+    """``vine_count`` VineSpecs of a scene with launch angles spread evenly over ``heading_spread`` [rad]
+    centred on the scene's heading (one vine: the scene's heading)."""
+    if isinstance(vine_count, bool) or not isinstance(vine_count, int) or vine_count < 1:
+        raise VineSimulationError(f"vine count must be a positive integer, got {vine_count!r}")
+    if not (math.isfinite(heading_spread) and heading_spread >= 0.0):
+        raise VineSimulationError(f"heading spread must be a non-negative angle [rad], got {heading_spread}")
+    offsets = np.linspace(-0.5, 0.5, vine_count) * heading_spread if vine_count > 1 else np.zeros(1)
+    return [VineSpec(scene.vine, tuple(scene.obstacles), scene.vine.heading + float(o)) for o in offsets]
+
+
+def steering_curvature(differential_pressure):
+    """Rest curvature [1/m] of a muscle pair at a differential pressure [Pa] (linear, module docstring)."""
+    return STEERING_CURVATURE_MAX * np.asarray(differential_pressure, dtype=float) / STEERING_SUPPLY_PRESSURE
+
+
+def steering_pressure(curvature):
+    """Signed muscle command [Pa] whose steady differential pressure gives ``curvature`` [1/m]."""
+    return np.asarray(curvature, dtype=float) * STEERING_SUPPLY_PRESSURE / STEERING_CURVATURE_MAX
+
+
+class VineBatch:
+    """Many vines, one world each, simulated together.
+
+    specs: list of VineSpec (same link count)
+    device: Warp device ("cpu", "cuda", ...)
+    growth: "uniform" or "tip" (module docstring)
+    link_extension_max: largest opening of a prismatic joint in tip growth [m]
+    friction: friction coefficient between the tube and the obstacles (seed 000: 0)
+    stall_force: tip load that stops uniform growth [N] (robot.add_vine); None: growth at exactly the
+        commanded rate (the only choice for tip growth, where grown links must not give way). The
+        steering's rest angles follow the commanded growth.
+    solver_options: Solver keyword arguments over ``SOLVER_DEFAULTS``
+    steering_latency: False sets the muscle pressures to their commands at once
+    """
+
+    def __init__(self, specs, *, device="cpu", growth="uniform", link_extension_max=None, friction=0.0,
+                 stall_force=None, solver_options=None, steering_latency=True):
+        specs = list(specs)
+        if not specs:
+            raise VineSimulationError("a batch needs at least one vine")
+        links = {spec.vine.link_count for spec in specs}
+        if len(links) != 1:
+            raise VineSimulationError(f"all vines of a batch need the same link count, got {sorted(links)}")
+        if growth not in GROWTH_MODES:
+            raise VineSimulationError(f"growth must be one of {', '.join(GROWTH_MODES)}, got {growth!r}")
+        if growth == "tip" and not (link_extension_max is not None and math.isfinite(link_extension_max)
+                                    and link_extension_max > 0.0):
+            raise VineSimulationError(f"tip growth needs a positive link_extension_max [m], got {link_extension_max}")
+        if growth == "tip" and stall_force is not None:
+            raise VineSimulationError("a growth stall force needs uniform growth (grown links of tip growth must not give way)")
+        self.specs = specs
+        self.growth = growth
+        self.link_extension_max = link_extension_max
+        top = ModelBuilder(gravity=(0.0, 0.0, 0.0), planar=True)
+        self.handles = []
+        for spec in specs:
+            world, handle = vine_world(spec.vine, spec.obstacles, heading=spec.heading, initial_poses=spec.initial_poses,
+                                       initial_velocities=spec.initial_velocities,
+                                       friction=friction, stall_force=stall_force)
+            top.add_world(world)
+            self.handles.append(handle)
+        self.model = top.finalize(device)
+        self.solver = Solver(self.model, **{**SOLVER_DEFAULTS, **(solver_options or {})})
+        self.state = self.model.state()
+        self.control = self.model.control()
+        self.vine_count = len(specs)
+        self.link_count = links.pop()
+        self.body_count = 2 * self.link_count
+        self.time = 0.0
+        self.growth_rate = np.array([spec.vine.growth_rate for spec in specs])
+        self.half_length = np.array([handle.half_length for handle in self.handles])
+        self.extension = np.zeros((self.vine_count, self.link_count))
+        self.muscles = PressureLatency((self.vine_count, self.link_count), supply_pressure=STEERING_SUPPLY_PRESSURE,
+                                       enabled=steering_latency)
+        self._spring_rows = np.concatenate([np.asarray(h.springs) + self.model.spring_world_start[w]
+                                            for w, h in enumerate(self.handles)])
+        self._joint_target = self.control.joint_target.numpy()
+        self._rest_targets = np.concatenate([h.rest_targets for h in self.handles])
+
+    def set_growth_rate(self, growth_rate):
+        """Change the total growth rate of every vine [m/s] (scalar or (V,)), from the next step on."""
+        rate = np.broadcast_to(np.asarray(growth_rate, dtype=float), (self.vine_count,))
+        if not np.all(np.isfinite(rate)):
+            raise VineSimulationError(f"growth rates must be finite [m/s], got {rate.tolist()}")
+        if self.growth == "tip" and np.any(rate < 0.0):
+            raise VineSimulationError("tip growth cannot retract: growth rates must be >= 0")
+        self.growth_rate = rate.copy()
+        if self.growth == "uniform":
+            per_link = np.repeat((self.growth_rate / self.link_count)[:, None], self.link_count, axis=1)
+            self.control.prismatic_rate.assign(per_link.ravel().astype(np.float32))
+
+    def _rates(self, dt):
+        """Commanded extension rate of every link over the next step [m/s], (V, links)."""
+        if self.growth == "uniform":
+            return np.repeat((self.growth_rate / self.link_count)[:, None], self.link_count, axis=1)
+        e_max = self.link_extension_max
+        total = self.extension.sum(axis=1) + self.growth_rate * dt
+        opened = np.clip(total[:, None] - e_max * np.arange(self.link_count)[None, :], 0.0, e_max)
+        return (opened - self.extension) / dt
+
+    def step(self, dt, steering=None):
+        """Advance every vine by ``dt`` [s].
+
+        steering: signed muscle pressure command [Pa], broadcastable to (vines, pins), held over
+            the step; None keeps the previous command's pressures relaxing toward zero.
+        """
+        if not (isinstance(dt, (int, float)) and math.isfinite(dt) and dt > 0.0):
+            raise VineSimulationError(f"dt must be a positive time step [s], got {dt}")
+        rates = self._rates(dt)
+        if self.growth == "tip":
+            self.control.prismatic_rate.assign(rates.ravel().astype(np.float32))
+        if steering is not None or np.any(self.muscles.pressure != 0.0):
+            self.muscles.step(0.0 if steering is None else steering, dt)
+            curvature = steering_curvature(self.muscles.differential)
+            angles = np.stack([pin_rest_angles(h, curvature[v], self.extension[v] + rates[v] * dt)
+                               for v, h in enumerate(self.handles)])
+            self._joint_target[self._spring_rows] = self._rest_targets + angles.ravel()
+            self.control.joint_target.assign(self._joint_target.astype(np.float32))
+        self.solver.step(self.state, self.state, self.control, dt)
+        self.extension += rates * dt
+        self.time += dt
+
+    def poses(self):
+        """Body centre x, y [m] and angle in (-pi, pi] [rad] of every vine, (V, B, 3)."""
+        body_q = self.state.body_q.numpy().reshape(self.vine_count, self.body_count, 7).astype(np.float64)
+        angle = np.angle(np.exp(2j * np.arctan2(body_q[..., 5], body_q[..., 6])))
+        return np.concatenate([body_q[..., :2], angle[..., None]], axis=-1)
+
+
+def tips_of(poses, half_length):
+    """Distal end of the last body [m], (..., V, 2), from poses (..., V, B, 3) and half-lengths (V,)."""
+    last = poses[..., -1, :]
+    return last[..., :2] + np.asarray(half_length)[:, None] * np.stack([np.cos(last[..., 2]), np.sin(last[..., 2])],
+                                                                       axis=-1)
+
+
+def lengths_of(poses, half_length):
+    """Backbone length of every vine [m], (..., V), from poses (..., V, B, 3) and half-lengths (V,)."""
+    return np.stack([rollout_length(poses[..., v, :, :], half_length=d) for v, d in enumerate(half_length)], axis=-1)
+
+
+def rollout(batch, steps, dt, *, steering=None, record_every=1):
+    """Run a batch for ``steps`` steps of ``dt`` [s] and record its states.
+
+    steering: None, a fixed command, or a function of (time [s], batch) returning the signed
+        muscle command [Pa] (broadcastable to (vines, pins)) for the step starting at that time
+    record_every: record every this many steps (and the initial state)
+    Returns a VineRollout.
+    """
+    if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
+        raise VineSimulationError(f"steps must be a positive integer, got {steps!r}")
+    if isinstance(record_every, bool) or not isinstance(record_every, int) or record_every < 1:
+        raise VineSimulationError(f"record_every must be a positive integer, got {record_every!r}")
+    times, poses = [batch.time], [batch.poses()]
+    for k in range(1, steps + 1):
+        command = steering(batch.time, batch) if callable(steering) else steering
+        batch.step(dt, command)
+        if k % record_every == 0 or k == steps:
+            times.append(batch.time)
+            poses.append(batch.poses())
+    poses = np.stack(poses)
+    return VineRollout(times=np.asarray(times), poses=poses, tips=tips_of(poses, batch.half_length),
+                       lengths=lengths_of(poses, batch.half_length), half_length=batch.half_length.copy())

@@ -1,0 +1,326 @@
+"""The vine robot on the engine: prismatic joints, growth, contact, steering, batches (seeds 000, 003, 004).
+
+Every test states its analytic or published reference and its tolerance. All run on the CPU.
+"""
+
+import math
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import warp as wp
+
+import softsnake
+from softsnake.builder import quat_from_axis_angle
+from softsnake.vine import stiffness
+from softsnake.vine.reference import ReferenceDataError, load_jitosho_rollout, reference_folder, rollout_tip
+from softsnake.vine.robot import VineBuildError, vine_world, wrinkling_moment_curve
+from softsnake.vine.scene import (ObstacleCircle, ObstacleRectangle, ObstacleWall, VineParams, load_scene,
+                                  obstacle_signed_distance)
+from softsnake.vine.simulation import (VineBatch, VineSimulationError, VineSpec, rollout, specs_from_scene,
+                                       steering_pressure)
+
+wp.config.quiet = True
+G = 9.81
+DT = 1.0 / 90.0
+# The command line as the installed ``softsnake`` script runs it (cli.main in an imported softsnake.cli).
+CLI = [sys.executable, "-c", "import sys; from softsnake.cli import main; sys.exit(main(sys.argv[1:]))"]
+
+
+def _reference_present():
+    try:
+        reference_folder()
+    except ReferenceDataError:
+        return False
+    return True
+
+
+needs_reference = pytest.mark.skipif(not _reference_present(), reason="vine reference data not present")
+
+
+def contact_points(poses, half_length):
+    """Distal end of the second body of every link (the contact spheres' centres) [m]."""
+    second = poses[..., 1::2, :]
+    return second[..., :2] + half_length * np.stack([np.cos(second[..., 2]), np.sin(second[..., 2])], axis=-1)
+
+
+# ---------------------------------------------------------------------------------------------- engine
+
+
+def test_prismatic_slider_under_gravity_matches_implicit_euler():
+    """A body on a world prismatic joint inclined by 30 degrees slides under gravity (3-D, not planar).
+
+    Reference: the constrained implicit Euler step moves it along the axis by a h^2 n (n + 1) / 2 after n
+    substeps, a = g sin(30 deg); the spin it starts with is removed and it never leaves the axis.
+    Tolerance: 1e-4 of the 0.89 m slide (float32 positions over 120 substeps), 1e-5 m off the axis,
+    1e-5 rad of rotation.
+    """
+    angle = math.radians(30.0)
+    axis = np.array([math.cos(angle), 0.0, -math.sin(angle)])
+    b = softsnake.ModelBuilder()
+    body = b.add_body((0.2, 0.1, 0.0), mass=0.5, inertia=np.diag([1e-3, 2e-3, 3e-3]), angular_velocity=(1.0, -2.0, 0.5))
+    b.add_prismatic(-1, body, anchor=(0.2, 0.1, 0.0), axis=axis)
+    model = b.finalize("cpu")
+    solver = softsnake.Solver(model, substeps=2)
+    state, control = model.state(), model.control()
+    steps, h = 60, 0.005
+    for _ in range(steps):
+        solver.step(state, state, control, 2 * h)
+    n = 2 * steps
+    expected = G * math.sin(angle) * h * h * n * (n + 1) / 2
+    offset = state.body_q.numpy()[0, :3] - np.array([0.2, 0.1, 0.0])
+    assert abs(offset @ axis - expected) < 1e-4 * expected
+    assert np.linalg.norm(offset - (offset @ axis) * axis) < 1e-5
+    assert np.abs(state.body_q.numpy()[0, 3:6]).max() < 1e-5
+
+
+def test_free_prismatic_pair_keeps_axis_and_momentum():
+    """Two free bodies on an undriven prismatic joint, spun and pushed (3-D, no gravity), for 0.5 s.
+
+    References: the joint forces are internal, so total linear momentum is conserved (to 0.1 %: float32
+    positions, from which velocities are rebuilt every substep);
+    the bodies keep their relative rotation (|2 vec q_err| < 1e-4 rad) and b's anchor stays on a's axis
+    (< 1e-5 m), while they slide apart along it (the sliding is free: > 1 cm).
+    """
+    b = softsnake.ModelBuilder(gravity=(0.0, 0.0, 0.0))
+    q = quat_from_axis_angle((1.0, 2.0, 0.5), 0.7)
+    axis = softsnake.builder.quat_to_matrix(q) @ np.array([1.0, 0.0, 0.0])
+    first = b.add_body(-0.1 * axis, q, mass=0.3, inertia=np.diag([1e-3, 2e-3, 2e-3]), velocity=(0.1, 0.2, 0.0),
+                       angular_velocity=(0.5, 0.0, 1.0))
+    second = b.add_body(0.1 * axis, q, mass=0.2, inertia=np.diag([1e-3, 1e-3, 2e-3]), velocity=0.3 * axis + [0.0, 0.0, -0.2],
+                        angular_velocity=(0.0, -1.0, 0.0))
+    b.add_prismatic(first, second, anchor=(0.0, 0.0, 0.0), axis=axis)
+    model = b.finalize("cpu")
+    solver = softsnake.Solver(model, substeps=4, newton_iterations=6)
+    state, control = model.state(), model.control()
+    mass = np.array([0.3, 0.2])
+
+    def momentum():
+        return (mass[:, None] * state.body_qd.numpy()[:, :3]).sum(axis=0)
+
+    solver.step(state, state, control, 0.01)
+    start = momentum()
+    for _ in range(49):
+        solver.step(state, state, control, 0.01)
+    assert np.linalg.norm(momentum() - start) < 1e-3 * np.linalg.norm(start)
+    body_q = state.body_q.numpy().astype(np.float64)
+    qa, qb = body_q[0, 3:], body_q[1, 3:]
+    rel = softsnake.builder.quat_multiply(softsnake.builder.quat_inverse(qa), qb)
+    assert 2.0 * np.linalg.norm(rel[:3]) < 1e-4
+    axis_now = softsnake.builder.quat_to_matrix(qa) @ np.array([1.0, 0.0, 0.0])
+    d = body_q[1, :3] - body_q[0, :3]
+    assert np.linalg.norm(d - (d @ axis_now) * axis_now) < 1e-5
+    assert d @ axis_now - 0.2 > 0.01
+
+
+def test_driven_prismatic_rejects_bad_input():
+    """add_prismatic names the joint and the problem before anything is built."""
+    b = softsnake.ModelBuilder()
+    body = b.add_body(mass=1.0, inertia=np.eye(3))
+    with pytest.raises(softsnake.ModelError, match="prismatic 0 axis is zero"):
+        b.add_prismatic(-1, body, (0, 0, 0), (0, 0, 0))
+    with pytest.raises(softsnake.ModelError, match="prismatic 0 joins body 0 to itself"):
+        b.add_prismatic(body, body, (0, 0, 0), (1, 0, 0))
+    with pytest.raises(softsnake.ModelError, match="prismatic 0 drive_mobility"):
+        b.add_prismatic(-1, body, (0, 0, 0), (1, 0, 0), drive=True, drive_mobility=-1.0)
+
+
+# ---------------------------------------------------------------------------------------------- growth
+
+
+@pytest.mark.parametrize("growth", ["uniform", "tip"])
+def test_growth_at_the_commanded_rate(growth):
+    """Free vine, 5 links, 0.1 m/s for 0.5 s: length L(t) = L0 + u t (seed 000 eq. 6) to 1e-6 m.
+
+    Tip growth opens the links one after the other: link j's extension is clip(u t - j e_max, 0, e_max)
+    (also to 1e-6 m), so grown links stay put.
+    """
+    vine = VineParams(heading=0.3, length=0.06, link_count=5, growth_rate=0.1)
+    batch = VineBatch([VineSpec(vine)], growth=growth, link_extension_max=0.01)
+    result = rollout(batch, 45, DT)
+    assert np.abs(result.lengths[:, 0] - (0.06 + 0.1 * result.times)).max() < 1e-6
+    if growth == "tip":
+        poses = result.poses[:, 0]
+        extension = np.linalg.norm(poses[:, 1::2, :2] - poses[:, 0::2, :2], axis=-1) - 2 * 0.003
+        expected = np.clip(0.1 * result.times[:, None] - 0.01 * np.arange(5)[None, :], 0.0, 0.01)
+        assert np.abs(extension - expected).max() < 1e-6
+
+
+def test_vine_build_errors_are_one_line():
+    """A vine shorter than its bodies end to end, or batches that cannot be stacked, are refused up front."""
+    with pytest.raises(VineBuildError, match="shorter than its 10 bodies end to end"):
+        vine_world(VineParams(length=0.01, link_count=5), ())
+    with pytest.raises(VineSimulationError, match="same link count"):
+        VineBatch([VineSpec(VineParams(link_count=2, length=0.024)), VineSpec(VineParams(link_count=3, length=0.036))])
+    with pytest.raises(VineSimulationError, match="tip growth needs a positive link_extension_max"):
+        VineBatch([VineSpec(VineParams(link_count=2, length=0.024))], growth="tip")
+
+
+# ---------------------------------------------------------------------------------------------- springs
+
+
+@pytest.mark.parametrize("model", ["linear", "wrinkling"])
+def test_pin_spring_holds_a_torque_at_its_moment_curve(model):
+    """One link pinned at the base, a torque tau on its first body: the static angle solves M(theta) = tau.
+
+    Linear: theta = tau / K (seed 000 eq. 7), to 0.1 %. Wrinkling: M is seed 003 eqs. 1-2 (stiffness.py)
+    sampled for the engine; tau = 0.75 pi P R^3 lies well into the wrinkled range; to 1 % (the engine
+    interpolates the curve linearly between its samples). The inertia keeps the torque's rotation per
+    step (h^2 tau / I) small: the engine's quaternion prediction and velocity update agree only to
+    second order in it.
+    """
+    vine = VineParams(heading=0.0, length=0.012, link_count=1, growth_rate=0.0, stiffness=0.03, damping=3e-3,
+                      stiffness_model=model, pressure=6894.757, tube_radius=0.0075, body_inertia=1e-4)
+    if model == "linear":
+        tau = 0.004
+        expected = tau / vine.stiffness
+    else:
+        tau = 0.75 * float(stiffness.fully_wrinkled_moment(vine.pressure, vine.tube_radius))
+        grid = np.linspace(0.0, 2.5, 250001)
+        expected = float(np.interp(tau, stiffness.wrinkling_moment(grid, vine.pressure, vine.tube_radius), grid))
+    batch = VineBatch([VineSpec(vine)])
+    batch.state.body_f.assign(np.array([[0, 0, 0, 0, 0, tau], [0, 0, 0, 0, 0, 0]], dtype=np.float32))
+    rollout(batch, 135, DT)
+    angle = batch.poses()[0, 0, 2]
+    assert abs(angle / expected - 1.0) < (1e-3 if model == "linear" else 1e-2)
+
+
+def test_wrinkling_curve_samples_the_stiffness_model():
+    """The sampled curve is odd, strictly increasing and equal to stiffness.wrinkling_moment at its samples,
+    with the wrinkling onset among them (to 1e-12 N m)."""
+    angles, moments = wrinkling_moment_curve(6894.757, 0.032)
+    assert np.allclose(moments, -moments[::-1], atol=1e-12, rtol=0)
+    assert np.all(np.diff(angles) > 0) and np.all(np.diff(moments) > 0)
+    assert np.allclose(moments, stiffness.wrinkling_moment(angles, 6894.757, 0.032), atol=1e-12, rtol=0)
+    assert np.any(np.isclose(angles, stiffness.wrinkling_onset_angle(6894.757), atol=1e-15, rtol=0))
+
+
+def test_steering_bends_a_free_vine_to_the_commanded_curvature():
+    """A steered vine without growth, contact or latency settles into a circular arc of radius 1 / kappa.
+
+    Reference: a chain whose pins rest at kappa times the arc length between link midpoints has its pins
+    on a circle of radius 1 / kappa (seed 004's constant-curvature robot). Tolerance 1 % on the radius
+    fitted through base, pins and tip, and 0.1 mm of scatter about the circle.
+    """
+    kappa = 2.0
+    vine = VineParams(heading=0.2, length=0.6, link_count=10, body_half_length=0.005, growth_rate=0.0,
+                      stiffness=0.5, damping=0.05, body_inertia=1e-5)
+    batch = VineBatch([VineSpec(vine)], steering_latency=False)
+    rollout(batch, 270, DT, steering=steering_pressure(kappa))
+    poses = batch.poses()[0]
+    first = poses[0::2]
+    pins = first[:, :2] - 0.005 * np.stack([np.cos(first[:, 2]), np.sin(first[:, 2])], axis=1)
+    last = poses[-1]
+    points = np.vstack([pins, last[:2] + 0.005 * np.array([math.cos(last[2]), math.sin(last[2])])])
+    A = np.column_stack([2.0 * points, np.ones(len(points))])
+    cx, cy, c = np.linalg.lstsq(A, (points**2).sum(axis=1), rcond=None)[0]
+    radius = math.sqrt(c + cx * cx + cy * cy)
+    assert abs(radius * kappa - 1.0) < 0.01
+    assert np.abs(np.linalg.norm(points - [cx, cy], axis=1) - radius).max() < 1e-4
+    # Positive commands turn the vine counterclockwise: the centre lies to the left of the heading.
+    assert -math.sin(0.2) * cx + math.cos(0.2) * cy > 0
+
+
+# ---------------------------------------------------------------------------------------------- contact
+
+
+def test_contact_spheres_never_enter_the_obstacles():
+    """Vines grown head-on and obliquely into a box, a circle and a wall (frictionless, seed 000 eq. 5).
+
+    Reference: the contact complementarity Phi >= 0; every contact sphere's signed distance to every
+    obstacle stays >= -0.2 mm (0.03 tube diameters) at every step, and each vine really touches (< 1 mm).
+    The head-on vine cannot bend around the box: its growth stalls (stall force 0.5 N) with the tip
+    sphere on the face, length 0.175 - 0.0075 m (to 0.1 mm).
+    """
+    vine = VineParams(heading=0.0, length=0.06, link_count=5, growth_rate=0.3, tube_radius=0.0075)
+    sets = [
+        (ObstacleRectangle(center=(0.2, 0.0), size=(0.05, 0.4)),),
+        (ObstacleCircle(center=(0.15, -0.02), radius=0.03),),
+        (ObstacleWall(start=(0.1, 0.2), end=(0.2, -0.2)),),
+        (ObstacleRectangle(center=(0.15, -0.06), size=(0.4, 0.05), angle=0.4),),
+    ]
+    batch = VineBatch([VineSpec(vine, obstacles) for obstacles in sets], stall_force=0.5)
+    result = rollout(batch, 90, DT)
+    assert abs(result.lengths[-1, 0] - (0.175 - 0.0075)) < 1e-4
+    points = contact_points(result.poses, 0.003)
+    for v, obstacles in enumerate(sets):
+        gap = obstacle_signed_distance(obstacles, points[:, v].reshape(-1, 2))[0] - vine.tube_radius
+        if isinstance(obstacles[0], ObstacleWall):
+            gap -= 0.5 * 0.002  # the engine wall is a box 2 mm thick around the segment
+        assert gap.min() > -2e-4, f"vine {v} enters its obstacle by {-gap.min():.2e} m"
+        assert gap.min() < 1e-3, f"vine {v} never touches its obstacle"
+
+
+@needs_reference
+def test_first_second_of_reference_rollout_1():
+    """Seed 000's cluttered example, rollout 1 (shared/reference/vine/jitosho_cluttered).
+
+    Published reference: the first 1 s, through the first contact (the tip meets the lower box at
+    0.55 s and slides along it). Tolerance: tip within 1/3 tube diameter (5 mm) at every step, pairs
+    collinear (seed 000 eq. 3: |b_i . a| < 1e-4 m) and no contact sphere inside an obstacle (> -0.2 mm).
+    """
+    scene = load_scene("jitosho_cluttered_1")
+    batch = VineBatch(specs_from_scene(scene))
+    result = rollout(batch, 90, scene.sim.dt)
+    _, q, _ = load_jitosho_rollout(1)
+    error = np.linalg.norm(result.tips[:, 0] - rollout_tip(q[:91]), axis=1)
+    assert error.max() < 2.0 * scene.vine.tube_radius / 3.0
+    poses = result.poses[:, 0]
+    a = poses[:, 1::2, :2] - poses[:, 0::2, :2]
+    for side in (0, 1):
+        angle = poses[:, side::2, 2]
+        normal = np.stack([-np.sin(angle), np.cos(angle)], axis=-1)
+        assert np.abs((a * normal).sum(axis=-1)).max() < 1e-4
+    gap = obstacle_signed_distance(scene.obstacles, contact_points(poses, 0.003).reshape(-1, 2))[0]
+    assert (gap - scene.vine.tube_radius).min() > -2e-4
+
+
+# ---------------------------------------------------------------------------------------------- batches
+
+
+def test_batch_vines_match_vines_alone():
+    """Three vines with different launch angles, growth rates, stiffness and obstacles in one batch give,
+    vine by vine, the states of each vine simulated alone (< 1e-5 m after 0.5 s), and really differ."""
+    base = VineParams(heading=-0.5, length=0.06, link_count=5, growth_rate=0.2)
+    specs = [
+        VineSpec(base, (ObstacleRectangle(center=(0.1, -0.12), size=(0.3, 0.05)),)),
+        VineSpec(VineParams(heading=0.2, length=0.06, link_count=5, growth_rate=0.1, stiffness=0.1),
+                 (ObstacleCircle(center=(0.12, 0.05), radius=0.02),)),
+        VineSpec(VineParams(heading=-0.3, length=0.06, link_count=5, growth_rate=0.3, damping=1e-4), ()),
+    ]
+    together = rollout(VineBatch(specs), 45, DT).poses[-1]
+    for v, spec in enumerate(specs):
+        alone = rollout(VineBatch([spec]), 45, DT).poses[-1, 0]
+        assert np.abs(together[v, :, :2] - alone[:, :2]).max() < 1e-5
+    assert np.abs(together[0, -1, :2] - together[2, -1, :2]).max() > 1e-2
+
+
+# ---------------------------------------------------------------------------------------------- command
+
+
+def test_vine_command_writes_usd_csv_png(tmp_path):
+    """``softsnake vine`` on a shipped scene: the three outputs exist, the CSV has one row per step and vine."""
+    run = subprocess.run([*CLI, "vine", "jitosho_cluttered_2", "--vines", "2",
+                          "--seconds", "0.1", "--spread-heading", "0.2", "--out", str(tmp_path)],
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    table = np.loadtxt(tmp_path / "jitosho_cluttered_2_tips.csv", delimiter=",", skiprows=1)
+    assert table.shape == (2 * 10, 6)
+    assert np.allclose(np.unique(table[:, 2]), -0.9075712110370514 + np.array([-0.1, 0.1]), atol=1e-6)
+    assert (tmp_path / "jitosho_cluttered_2.usd").is_file()
+    assert (tmp_path / "jitosho_cluttered_2_paths.png").stat().st_size > 0
+
+
+@pytest.mark.parametrize("options, message", [
+    (["no_such_scene"], "no such scene file"),
+    (["jitosho_wall", "--vines", "0"], "--vines must be at least 1"),
+    (["jitosho_wall", "--seconds", "-1"], "--seconds must be a positive"),
+    (["jitosho_wall", "--device", "tpu"], "unknown device"),
+])
+def test_vine_command_bad_input_is_one_line(tmp_path, options, message):
+    run = subprocess.run([*CLI, "vine", *options, "--out", str(tmp_path)],
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode == 2
+    lines = [line for line in run.stderr.splitlines() if line.startswith("softsnake vine: error:")]
+    assert len(lines) == 1 and message in lines[0]
