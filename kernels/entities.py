@@ -42,9 +42,24 @@ def body_generalized_inverse_mass(inv_mass: float, inv_inertia: wp.mat33, lin: w
 
 @wp.func
 def rotation_vector_between(q_new: wp.quat, q_old: wp.quat):
-    """Small rotation vector taking q_old to q_new (world frame), the shorter way round."""
+    """Rotation vector (axis times angle, world frame) taking q_old to q_new, the shorter way round.
+
+    The exact logarithm, so that it inverts ``integrate_rotation`` for any angle.
+    """
     dq = q_new * wp.quat_inverse(q_old)
-    v = wp.vec3(dq[0], dq[1], dq[2]) * 2.0
     if dq[3] < 0.0:
-        v = -v
-    return v
+        dq = -dq
+    v = wp.vec3(dq[0], dq[1], dq[2])
+    s = wp.length(v)
+    if s < 1.0e-12:
+        return v * 2.0
+    return v * (2.0 * wp.atan2(s, dq[3]) / s)
+
+
+@wp.func
+def integrate_rotation(q: wp.quat, w: wp.vec3, h: float):
+    """Rotate q by the angular velocity w [rad/s] (world frame) for a time h: the exact exponential."""
+    angle = wp.length(w) * h
+    if angle < 1.0e-12:
+        return wp.normalize(q + wp.quat(w[0], w[1], w[2], 0.0) * q * (0.5 * h))
+    return wp.normalize(wp.quat_from_axis_angle(w / wp.length(w), angle) * q)

@@ -7,7 +7,7 @@ dx = M^-1 J^T dlambda, and the substep's velocities are (x - x_n) / h.
 
 import warp as wp
 
-from .entities import rotation_vector_between
+from .entities import integrate_rotation, rotation_vector_between
 
 
 @wp.kernel
@@ -73,7 +73,7 @@ def predict_bodies(
         w = wp.vec3(0.0)
         w[planar_axis] = w_keep
     p = p + v * h
-    q = wp.normalize(q + wp.quat(w[0], w[1], w[2], 0.0) * q * (0.5 * h))
+    q = integrate_rotation(q, w, h)
     body_qd[i] = wp.spatial_vector(v, w)
     body_q[i] = wp.transform(p, q)
     body_q_pred[i] = wp.transform(p, q)
@@ -181,7 +181,7 @@ def apply_position_update(
         p = wp.transform_get_translation(tf) + wp.vec3(dx[base], dx[base + 1], dx[base + 2])
         w = wp.vec3(dx[base + 3], dx[base + 4], dx[base + 5])
         q = wp.transform_get_rotation(tf)
-        q = wp.normalize(q + wp.quat(w[0], w[1], w[2], 0.0) * q * 0.5)
+        q = integrate_rotation(q, w, 1.0)
         body_q[b] = wp.transform(p, q)
 
 

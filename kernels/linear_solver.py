@@ -87,14 +87,36 @@ def cr_start(
     p[i] = zi
 
 
+CONVERGED_RATIO = wp.constant(1.0e-12)
+"""A world whose z.Az fell below this fraction of its start value has converged to round-off:
+its iteration stops (step size and direction ratio 0), since further steps only amplify noise."""
+
+
+@wp.func
+def cr_converged(zAz: float, zAz_start: float):
+    return not (zAz > CONVERGED_RATIO * zAz_start)
+
+
+@wp.func
+def cr_step(zAz: float, zAz_start: float, den: float):
+    if cr_converged(zAz, zAz_start) or not (den > 0.0):
+        return 0.0
+    return zAz / den
+
+
+@wp.func
+def cr_ratio(zAz_new: float, zAz: float, zAz_start: float):
+    if cr_converged(zAz_new, zAz_start) or not (zAz > 0.0):
+        return 0.0
+    return zAz_new / zAz
+
+
 @wp.kernel
-def cr_step_size(zAz: wp.array(dtype=float), ApPAp: wp.array(dtype=float), alpha: wp.array(dtype=float)):
+def cr_step_size(
+    zAz: wp.array(dtype=float), zAz_start: wp.array(dtype=float), ApPAp: wp.array(dtype=float), alpha: wp.array(dtype=float)
+):
     w = wp.tid()
-    den = ApPAp[w]
-    if den > 0.0:
-        alpha[w] = zAz[w] / den
-    else:
-        alpha[w] = 0.0
+    alpha[w] = cr_step(zAz[w], zAz_start[w], ApPAp[w])
 
 
 @wp.kernel
@@ -115,13 +137,11 @@ def cr_update_solution(
 
 
 @wp.kernel
-def cr_direction_ratio(zAz_new: wp.array(dtype=float), zAz: wp.array(dtype=float), beta: wp.array(dtype=float)):
+def cr_direction_ratio(
+    zAz_new: wp.array(dtype=float), zAz_start: wp.array(dtype=float), zAz: wp.array(dtype=float), beta: wp.array(dtype=float)
+):
     w = wp.tid()
-    old = zAz[w]
-    if old > 0.0:
-        beta[w] = zAz_new[w] / old
-    else:
-        beta[w] = 0.0
+    beta[w] = cr_ratio(zAz_new[w], zAz[w], zAz_start[w])
     zAz[w] = zAz_new[w]
 
 
@@ -271,11 +291,10 @@ def cr_solve_per_world(
     for i in range(r0, r1):
         Ap[i] = Az[i]
     zAz = world_dot(z, Az, Az, 0, r0, r1)
+    zAz_start = zAz
     for it in range(iterations):
         den = world_dot(Ap, Ap, inv_diagonal, 1, r0, r1)
-        alpha = float(0.0)
-        if den > 0.0:
-            alpha = zAz / den
+        alpha = cr_step(zAz, zAz_start, den)
         for i in range(r0, r1):
             x[i] = x[i] + alpha * p[i]
             z[i] = z[i] - alpha * inv_diagonal[i] * Ap[i]
@@ -283,9 +302,7 @@ def cr_solve_per_world(
                        JT_values, particle_inv_mass, body_inv_mass, body_inv_inertia_world, compliance, coupling,
                        block_start, z, u, Az)
         zAz_new = world_dot(z, Az, Az, 0, r0, r1)
-        beta = float(0.0)
-        if zAz > 0.0:
-            beta = zAz_new / zAz
+        beta = cr_ratio(zAz_new, zAz, zAz_start)
         zAz = zAz_new
         for i in range(r0, r1):
             p[i] = z[i] + beta * p[i]

@@ -55,4 +55,8 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # Run as "python -m softsnake.cli": dispatch through the importable module so that the
+    # commands' UsageError (softsnake.cli.UsageError) is the class caught in main().
+    from softsnake.cli import main as _main
+
+    sys.exit(_main())

@@ -106,8 +106,12 @@ class _RowLayout:
         return offsets, columns
 
 
-def _by_world(worlds, w):
-    return [k for k, x in enumerate(worlds) if x == w]
+def _group_by_world(worlds, world_count):
+    """Indices of the items of each world, in their original order (one pass, not one per world)."""
+    groups = [[] for _ in range(world_count)]
+    for k, w in enumerate(worlds):
+        groups[w].append(k)
+    return groups
 
 
 def finalize_model(builder, device):
@@ -132,37 +136,40 @@ def finalize_model(builder, device):
         ("hinge", builder.hinge_count), ("prismatic", builder.prismatic_count), ("spring", builder.spring_count),
         ("slot", len(slots)))}
     slot_world = [pt[7] for pt, _, _ in slots]
+    by_world = {name: _group_by_world(getattr(builder, f"{name}_world"), world_count)
+                for name in ("distance", "tet", "attachment", "hinge", "prismatic", "spring")}
+    by_world["slot"] = _group_by_world(slot_world, world_count)
     world_row_start = np.zeros(world_count + 1, dtype=np.int64)
     for w in range(world_count):
         world_row_start[w] = len(layout.row_world)
-        for k in _by_world(builder.distance_world, w):
+        for k in by_world["distance"][w]:
             row_of["distance"][k] = layout.add(list(builder.distance_particles[k]), w)
-        for k in _by_world(builder.tet_world, w):
+        for k in by_world["tet"][w]:
             first = len(layout.row_world)
             row_of["tet"][k] = first
             ents = [int(i) for i in builder.tet_particles[k]]
             for r in range(6):
                 layout.add(ents, w, first if r < 3 else None)
-        for k in _by_world(builder.attachment_world, w):
+        for k in by_world["attachment"][w]:
             row_of["attachment"][k] = len(layout.row_world)
             for _ in range(3):
                 layout.add([P + builder.attachment_body[k], builder.attachment_particle[k]], w)
-        for k in _by_world(builder.hinge_world, w):
+        for k in by_world["hinge"][w]:
             a, b = builder.hinge_body_a[k], builder.hinge_body_b[k]
             ents = ([P + a] if a >= 0 else []) + [P + b]
             row_of["hinge"][k] = len(layout.row_world)
             for _ in range(5):
                 layout.add(ents, w)
-        for k in _by_world(builder.prismatic_world, w):
+        for k in by_world["prismatic"][w]:
             a, b = builder.prismatic_body_a[k], builder.prismatic_body_b[k]
             ents = ([P + a] if a >= 0 else []) + [P + b]
             row_of["prismatic"][k] = len(layout.row_world)
             for _ in range(6):
                 layout.add(ents, w)
-        for k in _by_world(builder.spring_world, w):
+        for k in by_world["spring"][w]:
             a, b = builder.spring_body_a[k], builder.spring_body_b[k]
             row_of["spring"][k] = layout.add(([P + a] if a >= 0 else []) + [P + b], w)
-        for k in _by_world(slot_world, w):
+        for k in by_world["slot"][w]:
             row_of["slot"][k] = len(layout.row_world)
             for _ in range(3):
                 layout.add([slots[k][0][0]], w)

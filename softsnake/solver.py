@@ -20,6 +20,9 @@ from softsnake.kernels import angular_spring, attachment, checks, contact, dista
 from .errors import SimulationError
 
 
+STANDARD_GRAVITY = 9.80665
+"""[m/s^2]"""
+
 PER_WORLD_MAX_ROWS = 1024
 """Above this many rows in one world, "auto" uses the batched linear solver on a GPU."""
 
@@ -77,9 +80,10 @@ class Solver:
         """Compliance of sliding friction rows relative to their J M^-1 J^T (large: force set by the cone)."""
         self.min_stiffness_ratio = 1.0e-3
         """Floor of a nonlinear spring's tangent stiffness, relative to its reference stiffness."""
-        self.stick_acceleration = float(np.linalg.norm(model.gravity_numpy))
+        self.stick_acceleration = float(np.linalg.norm(model.gravity_numpy)) or STANDARD_GRAVITY
         """Deceleration [m/s^2] whose friction mu a stops a sliding contact: a contact slipping less than
-        mu a h^2 in a substep sticks again (default: the magnitude of gravity)."""
+        mu a h^2 in a substep sticks again (default: the magnitude of gravity, or standard gravity in
+        gravity-free models, where contacts are pressed by other loads)."""
         self.step_count = 0
 
         m, dev = model, model.device
@@ -105,6 +109,7 @@ class Solver:
             setattr(self, name, zeros(rows_n))
         self.partial = zeros(m.chunk_count)
         self.zAz = zeros(m.world_count)
+        self.zAz_start = zeros(m.world_count)
         self.zAz_new = zeros(m.world_count)
         self.ApPAp = zeros(m.world_count)
         self.alpha = zeros(m.world_count)
@@ -287,14 +292,17 @@ class Solver:
         self._multiply(self.z, self.Az)
         wp.copy(self.Ap, self.Az)
         self._world_dot(self.z, self.Az, self.zAz)
+        wp.copy(self.zAz_start, self.zAz)
         for _ in range(self.linear_iterations):
             self._world_dot(self.Ap, self.Ap, self.ApPAp, weight=self.inv_diagonal)
-            wp.launch(linear_solver.cr_step_size, W, device=dev, inputs=[self.zAz, self.ApPAp], outputs=[self.alpha])
+            wp.launch(linear_solver.cr_step_size, W, device=dev, inputs=[self.zAz, self.zAz_start, self.ApPAp],
+                      outputs=[self.alpha])
             wp.launch(linear_solver.cr_update_solution, n, device=dev, inputs=[
                 m.row_world, self.alpha, self.p, self.Ap, self.inv_diagonal], outputs=[self.dlam, self.z])
             self._multiply(self.z, self.Az)
             self._world_dot(self.z, self.Az, self.zAz_new)
-            wp.launch(linear_solver.cr_direction_ratio, W, device=dev, inputs=[self.zAz_new, self.zAz], outputs=[self.beta])
+            wp.launch(linear_solver.cr_direction_ratio, W, device=dev, inputs=[self.zAz_new, self.zAz_start, self.zAz],
+                      outputs=[self.beta])
             wp.launch(linear_solver.cr_update_direction, n, device=dev, inputs=[
                 m.row_world, self.beta, self.z, self.Az], outputs=[self.p, self.Ap])
 
