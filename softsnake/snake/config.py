@@ -57,18 +57,31 @@ class MaterialConfig:
     young_modulus: Young's modulus Y [Pa]
     poisson_ratio: Poisson's ratio nu [-], in [0, 0.5)
     density: mass density [kg/m^3]
+    element_poisson_ratio: Poisson's ratio given to the linear tetrahedra [-], in [0, 0.5), or None
+        for ``poisson_ratio`` (optional key): linear tetrahedra lock as nu -> 0.5, so a
+        nearly incompressible silicone may need a smaller value in the elements
     """
 
     young_modulus: float
     poisson_ratio: float
     density: float
+    element_poisson_ratio: float | None = None
 
     def __post_init__(self):
         _positive("material.young_modulus", self.young_modulus)
-        _number("material.poisson_ratio", self.poisson_ratio)
-        if not 0.0 <= self.poisson_ratio < 0.5:
-            raise ConfigError(f"material.poisson_ratio: must lie in [0, 0.5), got {self.poisson_ratio}")
+        for key in ("poisson_ratio", "element_poisson_ratio"):
+            value = getattr(self, key)
+            if value is None and key == "element_poisson_ratio":
+                continue
+            _number(f"material.{key}", value)
+            if not 0.0 <= value < 0.5:
+                raise ConfigError(f"material.{key}: must lie in [0, 0.5), got {value}")
         _positive("material.density", self.density)
+
+    @property
+    def tet_poisson_ratio(self):
+        """Poisson's ratio of the tetrahedral elements [-]."""
+        return self.poisson_ratio if self.element_poisson_ratio is None else self.element_poisson_ratio
 
 
 @dataclass(frozen=True)
@@ -197,7 +210,8 @@ class SnakeConfig:
     link_count: number of soft links [-]
     friction: Coulomb friction coefficient of every contact [-]
     stiff_compliance: compliance of the stiff distance constraints (chamber limit, perimeter,
-        inextensible layer, actuation) [m/N]
+        inextensible layer) [m/N]; the actuation rows are not stiff, their compliance follows
+        from the material and the chamber area (``softsnake.snake.robot.add_soft_link``)
     damping_time: stiffness-proportional damping of the compliant constraints: each constraint
         acts on c + damping_time * dc/dt [s]
     material: the link's silicone
@@ -284,6 +298,15 @@ def _scalars(data, prefix, cls, *, skip=()):
     return {name: data[name] for name in names}
 
 
+def _material(data):
+    """``MaterialConfig`` from the [material] table; ``element_poisson_ratio`` may be left out."""
+    optional = ("element_poisson_ratio",)
+    fields_given = _scalars({k: v for k, v in data.items() if k not in optional}, "material.", MaterialConfig,
+                            skip=optional)
+    fields_given.update({key: data[key] for key in optional if key in data})
+    return MaterialConfig(**fields_given)
+
+
 def snake_config_from_dict(data, *, resolution="paper"):
     """Build a validated ``SnakeConfig`` from parsed TOML data.
 
@@ -310,7 +333,7 @@ def snake_config_from_dict(data, *, resolution="paper"):
         friction=data["friction"],
         stiff_compliance=data["stiff_compliance"],
         damping_time=data["damping_time"],
-        material=MaterialConfig(**_scalars(_table(data, "material", ""), "material.", MaterialConfig)),
+        material=_material(_table(data, "material", "")),
         link=LinkConfig(resolutions=MappingProxyType(resolutions), **link_fields),
         cap=CapConfig(**_scalars(_table(data, "cap", ""), "cap.", CapConfig)),
         wheel=WheelConfig(**wheel_fields),

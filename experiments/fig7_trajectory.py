@@ -1,0 +1,79 @@
+"""Seed 001, Fig. 7: centre-of-mass trajectory under the paper's gait, with and without latency.
+
+Runs ``softsnake gait`` twice (valve latency on and off) for 10 s with two snakes each: the paper's
+gait (f = 2 Hz, alpha = pi/2, phi = 0, A = 8 psi, links numbered from the head) and the same gait
+with the wave reversed (alpha = -pi/2), to show which way each wave drives the snake. Writes the
+runs' own outputs to experiments/results/fig7_latency/ and fig7_no_latency/, then
+fig7_trajectory.png (all paths) and fig7_travel.csv (forward and lateral travel in body lengths).
+Extra options (e.g. ``--resolution paper``) go to both runs.
+
+    python experiments/fig7_trajectory.py
+"""
+
+import csv
+import math
+import os
+import sys
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+# Lets the script run from a plain checkout, without installing the package.
+sys.path.insert(0, str(REPO_ROOT))
+
+from matplotlib.figure import Figure  # noqa: E402
+
+from softsnake import cli  # noqa: E402
+from softsnake.snake.cmd_gait import CSV_NAME, read_trajectories_csv  # noqa: E402
+from softsnake.snake.config import load_snake_config  # noqa: E402
+from softsnake.snake.robot import snake_length  # noqa: E402
+
+RESULTS_DIR = Path(__file__).resolve().parent / "results"
+SECONDS = 10.0
+PHASE_SHIFTS = (math.pi / 2.0, -math.pi / 2.0)
+RUNS = {"fig7_latency": "--latency", "fig7_no_latency": "--no-latency"}
+
+
+def main(extra):
+    body_length = snake_length(load_snake_config())
+    rows = []
+    figure = Figure(figsize=(6.4, 5.0), layout="constrained")
+    ax = figure.subplots()
+    for (name, latency), color in zip(RUNS.items(), ("C3", "C2")):
+        out = RESULTS_DIR / name
+        status = cli.main(["gait", "--snakes", "2", "--seconds", str(SECONDS), latency, "--no-usd",
+                           "--phase-shift", ",".join(repr(a) for a in PHASE_SHIFTS), "--out", str(out), *extra])
+        if status != 0:
+            print(f"{name}: softsnake gait failed (status {status}); see {out}")
+            continue
+        time, com, _ = read_trajectories_csv(out / CSV_NAME)
+        for s, (alpha, style) in enumerate(zip(PHASE_SHIFTS, ("-", "--"))):
+            xy = com[:, s, :2] - com[0, s, :2]
+            ax.plot(xy[:, 0], xy[:, 1], style, color=color, label=f"{name[5:]}, alpha = {alpha:+.3f} rad")
+            forward, lateral = xy[-1]
+            rows.append({"run": name, "phase_shift_rad": alpha, "seconds": time[-1], "forward_m": forward,
+                         "lateral_m": lateral, "forward_body_lengths": forward / body_length,
+                         "lateral_over_forward": abs(lateral) / abs(forward) if forward else math.nan})
+    ax.plot(0.0, 0.0, "k+", markersize=10, label="start (head toward +x)")
+    ax.set_aspect("equal", adjustable="datalim")
+    ax.set_xlabel("x from start [m]")
+    ax.set_ylabel("y from start [m]")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7)
+    ax.set_title(f"Centre of mass, paper gait (f 2 Hz, phi 0, A 8 psi), {SECONDS:g} s", fontsize=10)
+    partial = RESULTS_DIR / ".fig7_trajectory.partial.png"
+    figure.savefig(partial, format="png", dpi=90)
+    os.replace(partial, RESULTS_DIR / "fig7_trajectory.png")
+    partial = RESULTS_DIR / ".fig7_travel.partial.csv"
+    with open(partial, "w", newline="") as stream:
+        writer = csv.DictWriter(stream, fieldnames=list(rows[0]) if rows else ["run"])
+        writer.writeheader()
+        writer.writerows(rows)
+    os.replace(partial, RESULTS_DIR / "fig7_travel.csv")
+    for row in rows:
+        print(f"{row['run']:16s} alpha {row['phase_shift_rad']:+.3f}: forward {row['forward_m']:+.3f} m "
+              f"({row['forward_body_lengths']:+.2f} body lengths), lateral {row['lateral_m']:+.3f} m")
+    return 0 if len(rows) == 2 * len(RUNS) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

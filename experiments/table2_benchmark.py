@@ -1,0 +1,22 @@
+"""Seed 001, Table II: time per frame for one link and for 1..10 snakes (on a GPU also 32..1024).
+
+Runs ``softsnake bench`` at the paper's mesh resolution into experiments/results/ (bench.csv,
+bench.png); any of the command's options may be added, e.g. ``--device cuda``.
+
+    python experiments/table2_benchmark.py
+"""
+
+import sys
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+# Lets the script run from a plain checkout, without installing the package.
+sys.path.insert(0, str(REPO_ROOT))
+
+from softsnake import cli  # noqa: E402
+
+RESULTS_DIR = Path(__file__).resolve().parent / "results"
+
+if __name__ == "__main__":
+    # Later options on the command line override these defaults (argparse keeps the last value).
+    sys.exit(cli.main(["bench", "--resolution", "paper", "--out", str(RESULTS_DIR), *sys.argv[1:]]))

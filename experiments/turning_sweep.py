@@ -1,0 +1,91 @@
+"""Turning with the gait offset phi (seed 001, section V-A): one batch of snakes, phi from -0.5 to 0.5.
+
+Runs ``softsnake gait --sweep offset=-0.5:0.5`` for 10 s into experiments/results/turning/, then
+writes turning_sweep.csv (per snake: offset, forward and lateral travel, change of the direction of
+travel) and turning_sweep.png. Extra options (e.g. ``--snakes 9``) go to the run.
+
+    python experiments/turning_sweep.py
+"""
+
+import csv
+import math
+import os
+import sys
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+# Lets the script run from a plain checkout, without installing the package.
+sys.path.insert(0, str(REPO_ROOT))
+
+import numpy as np  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
+
+from softsnake import cli  # noqa: E402
+from softsnake.snake.cmd_gait import CSV_NAME, read_trajectories_csv  # noqa: E402
+
+RESULTS_DIR = Path(__file__).resolve().parent / "results"
+SNAKES = 5
+OFFSETS = (-0.5, 0.5)
+SECONDS = 10.0
+DIRECTION_WINDOW = 2.0
+"""Time over which the direction of travel is taken at the start and at the end of a run [s]."""
+
+
+def travel_direction(time, xy, start, stop):
+    """Direction of the centre of mass's displacement between times start and stop [rad]."""
+    a, b = np.searchsorted(time, start), np.searchsorted(time, stop) - 1
+    d = xy[b] - xy[a]
+    return math.atan2(d[1], d[0])
+
+
+def main(extra):
+    out = RESULTS_DIR / "turning"
+    status = cli.main(["gait", "--snakes", str(SNAKES), "--seconds", str(SECONDS), "--no-usd",
+                       "--sweep", f"offset={OFFSETS[0]}:{OFFSETS[1]}", "--out", str(out), *extra])
+    if status != 0:
+        print(f"softsnake gait failed (status {status}); see {out}")
+        return status
+    time, com, _ = read_trajectories_csv(out / CSV_NAME)
+    snakes = com.shape[1]
+    offsets = np.linspace(OFFSETS[0], OFFSETS[1], snakes)
+    rows = []
+    for s, offset in enumerate(offsets):
+        xy = com[:, s, :2] - com[0, s, :2]
+        first = travel_direction(time, xy, 0.0, DIRECTION_WINDOW)
+        last = travel_direction(time, xy, time[-1] - DIRECTION_WINDOW, time[-1])
+        turn = (last - first + math.pi) % (2.0 * math.pi) - math.pi
+        rows.append({"offset": offset, "forward_m": xy[-1, 0], "lateral_m": xy[-1, 1], "turn_rad": turn})
+    figure = Figure(figsize=(9, 4), layout="constrained")
+    paths, summary = figure.subplots(1, 2)
+    for s, row in enumerate(rows):
+        xy = com[:, s, :2] - com[0, s, :2]
+        paths.plot(xy[:, 0], xy[:, 1], color=f"C{s % 10}", label=f"phi = {row['offset']:+.2f}")
+    paths.set_aspect("equal", adjustable="datalim")
+    paths.set_xlabel("x from start [m]")
+    paths.set_ylabel("y from start [m]")
+    paths.grid(alpha=0.3)
+    paths.legend(fontsize=7)
+    summary.plot(offsets, [r["lateral_m"] for r in rows], "o-", label="lateral travel [m]")
+    summary.plot(offsets, [r["turn_rad"] for r in rows], "s--", label="turn of travel direction [rad]")
+    summary.axhline(0.0, color="0.4", linewidth=0.8)
+    summary.set_xlabel("offset phi [-]")
+    summary.grid(alpha=0.3)
+    summary.legend(fontsize=8)
+    figure.suptitle(f"Turning with the gait offset, {SECONDS:g} s, paper gait otherwise", fontsize=10)
+    partial = RESULTS_DIR / ".turning_sweep.partial.png"
+    figure.savefig(partial, format="png", dpi=90)
+    os.replace(partial, RESULTS_DIR / "turning_sweep.png")
+    partial = RESULTS_DIR / ".turning_sweep.partial.csv"
+    with open(partial, "w", newline="") as stream:
+        writer = csv.DictWriter(stream, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    os.replace(partial, RESULTS_DIR / "turning_sweep.csv")
+    for row in rows:
+        print(f"phi {row['offset']:+.2f}: forward {row['forward_m']:+.3f} m, lateral {row['lateral_m']:+.3f} m, "
+              f"turn {row['turn_rad']:+.3f} rad")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

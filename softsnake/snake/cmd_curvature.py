@@ -1,0 +1,286 @@
+"""``softsnake curvature``: steady link curvature against chamber over-pressure (seed 001, Fig. 5).
+
+One soft link lies between its two caps as on a test stand: the rear cap is held, the front cap
+is free. The link rests on a frictionless table, so gravity is balanced and left out. Every
+pressure runs in its own world of one batch (one world per pressure); a negative pressure inflates
+the left chamber (chamber 0), a positive one the right chamber (chamber 1), as in the paper. The
+curvature is the yaw difference of the two caps over the link length (positive: bent left).
+
+Steady state. The stand is a quasi-static experiment, so its links get a damping time of
+``STAND_DAMPING_TIME`` instead of the snake's: damping changes how fast the link settles, never
+where (the equilibrium has zero velocity). The residual change of the curvature over the last
+``SETTLE_WINDOW`` of the run is reported to show that the run reached steady state.
+
+Reported numbers: a linear fit of curvature against pressure from 0 to 8 psi on each side (R^2 and
+slope), the left/right symmetry of the slopes, and the curvature at zero pressure.
+"""
+
+import csv
+import dataclasses
+import math
+import os
+from pathlib import Path
+
+import numpy as np
+from matplotlib.figure import Figure
+from tqdm import tqdm
+
+from softsnake.builder import ModelBuilder
+from softsnake.cli import UsageError
+from softsnake.solver import Solver
+from softsnake.units import pa_to_psi, psi_to_pa
+
+from .config import ConfigError, load_snake_config
+from .pressure import chamber_targets
+from .robot import add_link_stand, link_curvature
+from .simulation import DT_DEFAULT, cuda_available
+
+STAND_DAMPING_TIME = 0.2
+"""Damping time of the stand's link [s]: about critical for its first bending mode (near 1 Hz
+with the free cap), so a run of a couple of seconds reaches steady state."""
+
+SECONDS_DEFAULT = 2.0
+"""Simulated time per run [s]."""
+
+SETTLE_WINDOW = 0.25
+"""Trailing time over which the residual change of curvature is measured [s]."""
+
+FIT_LIMIT_PSI = 8.0
+"""Upper end of the linear fit on each side [psi]: the paper's safe, linear range (section VI-A)."""
+
+CSV_NAME = "curvature.csv"
+PNG_NAME = "curvature.png"
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class CurvatureSweep:
+    """Curvature of one stand link per world over time.
+
+    pressure: signed chamber over-pressure of each world [Pa], < 0 left chamber, > 0 right
+    cap_torque: external torque about +z on the free cap of each world [N m]
+    time: sample times (frame_count + 1,) [s]
+    history: curvature (frame_count + 1, world_count) [1/m]
+    """
+
+    pressure: np.ndarray
+    cap_torque: np.ndarray
+    time: np.ndarray
+    history: np.ndarray
+
+    @property
+    def curvature(self):
+        """Steady curvature of each world: the last sample [1/m]."""
+        return self.history[-1]
+
+    @property
+    def residual(self):
+        """Change of curvature over the last SETTLE_WINDOW of the run, per world [1/m]."""
+        back = max(1, int(round(SETTLE_WINDOW / (self.time[1] - self.time[0]))))
+        return self.history[-1] - self.history[max(0, len(self.time) - 1 - back)]
+
+
+def simulate_curvature(pressures, *, cap_torques=None, config=None, resolution="coarse", device="cpu",
+                       seconds=SECONDS_DEFAULT, dt=DT_DEFAULT, damping_time=STAND_DAMPING_TIME, progress=True):
+    """Run one stand link per pressure, all in one batch, and record its curvature.
+
+    pressures: signed chamber over-pressure per world [Pa] (< 0: left chamber 0, > 0: right chamber 1)
+    cap_torques: external torque about +z on each world's free cap [N m] (None: none)
+    config: ``SnakeConfig`` (None: the shipped snake.toml); resolution: link mesh resolution name
+    device: Warp device; seconds: simulated time [s]; dt: frame step [s]
+    damping_time: damping time of the stand's link [s]
+    Returns a ``CurvatureSweep``.
+    """
+    pressures = np.atleast_1d(np.asarray(pressures, dtype=np.float64))
+    if pressures.ndim != 1 or pressures.size == 0 or not np.all(np.isfinite(pressures)):
+        raise ConfigError("curvature pressures must be a non-empty list of finite values [Pa]")
+    torques = np.zeros_like(pressures) if cap_torques is None else np.asarray(cap_torques, dtype=np.float64)
+    if torques.shape != pressures.shape or not np.all(np.isfinite(torques)):
+        raise ConfigError("cap_torques must hold one finite torque [N m] per pressure")
+    for name, value in (("seconds", seconds), ("dt", dt)):
+        if not (math.isfinite(value) and value > 0.0):
+            raise ConfigError(f"{name} must be positive, got {value}")
+    config = load_snake_config(resolution=resolution) if config is None else config
+    config = dataclasses.replace(config, damping_time=damping_time)
+
+    world = ModelBuilder(gravity=(0.0, 0.0, 0.0))
+    stand = add_link_stand(world, config, resolution, fixed="rear")
+    scene = ModelBuilder(gravity=(0.0, 0.0, 0.0))
+    scene.replicate(world, pressures.size, spacing=(0.0, 0.5, 0.0))
+    model = scene.finalize(device)
+    solver = Solver(model)
+    state, control = model.state(), model.control()
+
+    count = pressures.size
+    channels = model.pressure_channel_world_start[:-1, None] + np.asarray(stand.links[0].channels)[None]
+    pressure = np.zeros(model.pressure_channel_count, dtype=np.float32)
+    pressure[channels.ravel()] = chamber_targets(pressures).ravel()
+    control.pressure.assign(pressure)
+    free_cap = model.body_world_start[:-1] + stand.module_bodies[0]
+    wrench = np.zeros((model.body_count, 6), dtype=np.float32)
+    wrench[free_cap, 5] = torques
+    state.body_f.assign(wrench)
+
+    bodies_per_world = world.body_count
+    frames = int(round(seconds / dt))
+    history = np.zeros((frames + 1, count))
+
+    def observe():
+        body_q = state.body_q.numpy().reshape(count, bodies_per_world, 7)
+        return link_curvature(body_q, stand.cap_bodies, stand.link_lengths)[:, 0]
+
+    history[0] = observe()
+    frames_bar = tqdm(range(1, frames + 1), desc="curvature", unit="frame", disable=None if progress else True,
+                      leave=False)
+    for frame in frames_bar:
+        solver.step(state, state, control, dt)
+        history[frame] = observe()
+    return CurvatureSweep(pressure=pressures, cap_torque=torques, time=np.arange(frames + 1) * dt, history=history)
+
+
+def _linear_fit(x, y):
+    """(slope, intercept, R^2) of the least-squares line y = slope x + intercept."""
+    slope, intercept = np.polyfit(x, y, 1)
+    residual = y - (slope * x + intercept)
+    total = np.sum((y - y.mean()) ** 2)
+    r_squared = 1.0 - np.sum(residual**2) / total if total > 0 else math.nan
+    return float(slope), float(intercept), float(r_squared)
+
+
+def summarize_curvature(sweep, *, fit_limit_psi=FIT_LIMIT_PSI):
+    """Linearity and symmetry of a sweep's steady curvature.
+
+    Returns a dict: for side in ("left", "right"), ``{side}_slope`` [1/m per psi] (curvature per
+    psi of over-pressure on that side, positive when the link bends away from the chamber),
+    ``{side}_intercept`` [1/m] and ``{side}_r2`` [-] of the linear fit over 0..fit_limit_psi
+    (zero included), in that side's sign convention; ``symmetry_percent``
+    = 100 |right - left| / mean of the two slopes; ``zero_curvature`` [1/m] at 0 psi (NaN if
+    not in the sweep); ``max_residual`` [1/m], the largest change over the settling window.
+    """
+    psi = pa_to_psi(sweep.pressure)
+    curvature = sweep.curvature
+    summary = {}
+    for side, sign in (("left", -1.0), ("right", 1.0)):
+        over = sign * psi
+        chosen = (over >= -1e-9) & (over <= fit_limit_psi + 1e-9) & (sweep.cap_torque == 0.0)
+        if np.count_nonzero(chosen) < 3:
+            raise ConfigError(f"the {side} side needs at least 3 pressures in 0..{fit_limit_psi:g} psi for a fit")
+        slope, intercept, r_squared = _linear_fit(over[chosen], sign * curvature[chosen])
+        summary[f"{side}_slope"] = slope
+        summary[f"{side}_intercept"] = intercept
+        summary[f"{side}_r2"] = r_squared
+    mean_slope = 0.5 * (summary["left_slope"] + summary["right_slope"])
+    summary["symmetry_percent"] = 100.0 * abs(summary["right_slope"] - summary["left_slope"]) / abs(mean_slope)
+    zero = np.flatnonzero((np.abs(psi) < 1e-9) & (sweep.cap_torque == 0.0))
+    summary["zero_curvature"] = float(curvature[zero[0]]) if zero.size else math.nan
+    summary["max_residual"] = float(np.max(np.abs(sweep.residual)))
+    return summary
+
+
+def write_curvature_csv(path, sweep):
+    """Write pressure, steady curvature and settling residual per world to ``path`` (atomically)."""
+    path = Path(path)
+    partial = path.with_name(f"{path.stem}.partial{path.suffix}")
+    with open(partial, "w", newline="") as stream:
+        writer = csv.writer(stream)
+        writer.writerow(["pressure_psi", "pressure_pa", "curvature_per_m", "settle_residual_per_m"])
+        for p, k, r in zip(sweep.pressure, sweep.curvature, sweep.residual):
+            writer.writerow([f"{pa_to_psi(p):.6g}", f"{p:.9g}", f"{k:.9g}", f"{r:.3g}"])
+    os.replace(partial, path)
+
+
+def plot_curvature(path, sweep, summary, *, title):
+    """Fig. 5 layout: curvature against pressure with each side's linear fit (top) and the relative
+    deviation from the fit (bottom); written atomically."""
+    path = Path(path)
+    psi = pa_to_psi(sweep.pressure)
+    curvature = sweep.curvature
+    order = np.argsort(psi)
+    figure = Figure(figsize=(6.4, 5.6), layout="constrained")
+    top, bottom = figure.subplots(2, 1, sharex=True, height_ratios=(2, 1))
+    top.plot(psi[order], curvature[order], "o-", color="C3", markersize=4, label="simulation")
+    deviation = np.full_like(curvature, np.nan)
+    for side, sign, color in (("left", -1.0, "C0"), ("right", 1.0, "C2")):
+        def fit(p, side=side, sign=sign):
+            return sign * (summary[f"{side}_slope"] * sign * p + summary[f"{side}_intercept"])
+
+        line = np.linspace(0.0, FIT_LIMIT_PSI, 2) * sign
+        top.plot(line, fit(line), "--", color=color,
+                 label=f"{side} fit 0-{FIT_LIMIT_PSI:g} psi, R$^2$ = {summary[f'{side}_r2']:.5f}")
+        chosen = sign * psi > 0
+        deviation[chosen] = 100.0 * (curvature[chosen] / fit(psi[chosen]) - 1.0)
+    top.axvspan(-FIT_LIMIT_PSI, FIT_LIMIT_PSI, color="0.9", zorder=0)
+    top.set_ylabel("curvature [1/m]")
+    top.grid(alpha=0.3)
+    top.legend(fontsize=8)
+    top.set_title(title, fontsize=10)
+    bottom.plot(psi[order], deviation[order], "o-", color="C3", markersize=4)
+    bottom.axhline(0.0, color="0.4", linewidth=0.8)
+    bottom.set_xlabel("over-pressure [psi]  (< 0 left chamber, > 0 right chamber)")
+    bottom.set_ylabel("deviation from fit [%]")
+    bottom.grid(alpha=0.3)
+    partial = path.with_name(f"{path.stem}.partial{path.suffix}")
+    figure.savefig(partial, format="png", dpi=90)
+    os.replace(partial, path)
+
+
+def pressure_grid(min_psi, max_psi, step_psi):
+    """Pressures from min_psi to max_psi in step_psi steps, both ends included [psi]."""
+    count = int(math.floor((max_psi - min_psi) / step_psi + 1e-9)) + 1
+    return min_psi + step_psi * np.arange(count)
+
+
+def add_arguments(parser):
+    parser.add_argument("--out", default=".", help="output folder (default: current folder)")
+    parser.add_argument("--resolution", default="coarse", choices=("paper", "coarse"),
+                        help="link mesh resolution (default: %(default)s)")
+    parser.add_argument("--device", default="cpu", help="Warp device, cpu or cuda (default: %(default)s)")
+    parser.add_argument("--seconds", type=float, default=SECONDS_DEFAULT,
+                        help="simulated time to steady state [s] (default: %(default)g)")
+    parser.add_argument("--min-psi", type=float, default=-10.0, help="lowest over-pressure [psi] (default: -10)")
+    parser.add_argument("--max-psi", type=float, default=10.0, help="highest over-pressure [psi] (default: 10)")
+    parser.add_argument("--step-psi", type=float, default=1.0, help="pressure step [psi] (default: 1)")
+
+
+def check_device(device):
+    """UsageError unless ``device`` is "cpu" or a CUDA device that exists."""
+    if device == "cpu":
+        return
+    if not device.startswith("cuda"):
+        raise UsageError(f"--device must be cpu or cuda, got {device!r}")
+    if not cuda_available():
+        raise UsageError(f"--device {device}: no CUDA GPU is available on this machine")
+
+
+def run(args):
+    check_device(args.device)
+    for name, value in (("--seconds", args.seconds), ("--step-psi", args.step_psi)):
+        if not math.isfinite(value) or value <= 0.0:
+            raise UsageError(f"{name} must be a positive number, got {value}")
+    if not (math.isfinite(args.min_psi) and math.isfinite(args.max_psi)) or args.min_psi >= args.max_psi:
+        raise UsageError(f"need --min-psi < --max-psi, got {args.min_psi} and {args.max_psi}")
+    out = Path(args.out)
+    if out.exists() and not out.is_dir():
+        raise UsageError(f"--out {out} is a file, not a folder")
+    psi = pressure_grid(args.min_psi, args.max_psi, args.step_psi)
+    try:
+        sweep = simulate_curvature(psi_to_pa(psi), resolution=args.resolution, device=args.device,
+                                   seconds=args.seconds)
+        summary = summarize_curvature(sweep)
+    except ConfigError as exc:
+        raise UsageError(str(exc)) from None
+    out.mkdir(parents=True, exist_ok=True)
+    write_curvature_csv(out / CSV_NAME, sweep)
+    plot_curvature(out / PNG_NAME, sweep, summary,
+                   title=f"Link curvature vs pressure ({args.resolution} mesh, {args.seconds:g} s per run)")
+    print(f"{len(psi)} pressures, {args.resolution} mesh, {args.seconds:g} s each")
+    print(" psi   curvature [1/m]")
+    for p, k in zip(psi, sweep.curvature):
+        print(f"{p:5.1f}  {k:10.4f}")
+    for side in ("left", "right"):
+        print(f"{side:5s}: slope {summary[f'{side}_slope']:.4f} 1/m per psi, R^2 {summary[f'{side}_r2']:.5f} "
+              f"(0-{FIT_LIMIT_PSI:g} psi)")
+    print(f"symmetry: slopes differ by {summary['symmetry_percent']:.2f} %")
+    print(f"zero pressure: curvature {summary['zero_curvature']:.2e} 1/m")
+    print(f"settling: largest change over the last {SETTLE_WINDOW:g} s {summary['max_residual']:.2e} 1/m")
+    print(f"wrote {out / CSV_NAME} and {out / PNG_NAME}")
+    return 0

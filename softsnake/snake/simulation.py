@@ -1,0 +1,291 @@
+"""Batched gait simulation: many soft snakes, one world each, driven by the open-loop gait.
+
+Every frame (time step dt) the runner
+
+1. evaluates the gait (eq. 9) for every snake and link at the end of the frame, t + dt (eq. 11
+   uses a_i(t + h)),
+2. advances the chamber pressures through the latency model (eqs. 10-12, ``PressureLatency``,
+   vectorised over snakes x links) or sets them at once with ``latency=False``,
+3. hands the links' differential pressure to the engine: the active chamber's channel gets it and
+   the other chamber's channel 0, so only the active chamber's actuation rows are driven (the
+   valves work in antagonism, paper section III),
+4. steps the solver, and records every snake's centre of mass (mass-weighted over its particles
+   and bodies) and every link's curvature (yaw difference of its caps / link length).
+
+Snakes stand side by side along y, ``spacing`` apart, all heading +x; worlds never interact.
+"""
+
+import contextlib
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import warp as wp
+from tqdm import tqdm
+
+from softsnake.builder import ModelBuilder
+from softsnake.errors import SimulationError
+from softsnake.solver import Solver
+from softsnake.usd_writer import UsdRecorder
+
+from .config import load_snake_config
+from .gait import GAIT_FIELDS, GaitParams, gait_command
+from .pressure import SUPPLY_PRESSURE_DEFAULT, PressureLatency, chamber_targets
+from .robot import add_snake, link_curvature, snake_length
+
+DT_DEFAULT = 1.0 / 120.0
+"""Frame time step [s]: the paper's h = 0.0083 s."""
+
+SPACING_DEFAULT = 1.0
+"""Distance between neighbouring snakes along y [m]; worlds are independent, this only keeps the
+USD scene readable."""
+
+HEADING = 0.0
+"""Initial heading of every snake: the head points along +x [rad]."""
+
+USD_FPS_DEFAULT = 60.0
+"""Frames per second written to USD [1/s]."""
+
+LINK_COLORS = ((0.85, 0.45, 0.2), (0.9, 0.6, 0.25))
+MODULE_COLOR = (0.2, 0.2, 0.25)
+WHEEL_COLOR = (0.05, 0.05, 0.05)
+
+
+class SnakeSimulationError(ValueError):
+    """A bad option of the gait simulation; the message is one line naming it."""
+
+
+class SnakeDivergedError(SimulationError):
+    """A snake's state became NaN or Inf. ``snake``: its index; ``time``: when [s];
+    ``trajectories``: what was recorded up to the last good frame."""
+
+    def __init__(self, message, *, snake, time, step, trajectories):
+        super().__init__(message, world=snake, step=step)
+        self.snake = snake
+        self.time = time
+        self.trajectories = trajectories
+
+
+@dataclass(frozen=True, eq=False)
+class SnakeTrajectories:
+    """What a gait run recorded, one sample per frame including t = 0.
+
+    time: sample times (frame_count + 1,) [s]
+    com: centre of mass of every snake (frame_count + 1, snake_count, 3) [m]
+    curvature: curvature of every link (frame_count + 1, snake_count, link_count) [1/m],
+        positive when the link bends to the left
+    command: gait command of every link (frame_count + 1, snake_count, link_count) [Pa]
+    pressure: differential chamber pressure handed to the engine, chamber 1 minus chamber 0,
+        same shape [Pa]
+    heading: initial heading of the snakes, angle from +x about +z [rad]
+    body_length: length of one snake [m]
+    """
+
+    time: np.ndarray
+    com: np.ndarray
+    curvature: np.ndarray
+    command: np.ndarray
+    pressure: np.ndarray
+    heading: float
+    body_length: float
+
+    @property
+    def snake_count(self):
+        return self.com.shape[1]
+
+    @property
+    def link_count(self):
+        return self.curvature.shape[2]
+
+    def travel(self):
+        """Displacement of every snake's centre of mass from t = 0 to the last sample, split into
+        (forward along the initial heading, lateral to its left) [m], shape (snake_count, 2)."""
+        displacement = self.com[-1, :, :2] - self.com[0, :, :2]
+        forward = np.array([math.cos(self.heading), math.sin(self.heading)])
+        left = np.array([-forward[1], forward[0]])
+        return np.column_stack([displacement @ forward, displacement @ left])
+
+    def truncated(self, frame_count):
+        """The first ``frame_count`` frames (frame_count + 1 samples)."""
+        keep = slice(0, frame_count + 1)
+        return SnakeTrajectories(self.time[keep], self.com[keep], self.curvature[keep], self.command[keep],
+                                 self.pressure[keep], self.heading, self.body_length)
+
+
+def _per_snake_gait(gait, snake_count):
+    """``gait`` broadcast to ``snake_count`` snakes."""
+    if gait is None:
+        gait = GaitParams()
+    if not isinstance(gait, GaitParams):
+        raise SnakeSimulationError(f"gait must be a GaitParams, got {type(gait).__name__}")
+    if gait.snake_count == snake_count:
+        return gait
+    if gait.snake_count != 1:
+        raise SnakeSimulationError(f"gait holds {gait.snake_count} snakes, the simulation {snake_count}")
+    return GaitParams(**{name: getattr(gait, name)[0] for name in GAIT_FIELDS}, snake_count=snake_count)
+
+
+class SnakeSimulation:
+    """Simulate ``snake_count`` snakes under the open-loop gait, one world per snake.
+
+    snake_count: number of snakes [-]
+    resolution: link mesh resolution, a name in the config ("paper" or "coarse")
+    device: Warp device ("cpu", "cuda", "cuda:0", ...)
+    gait: ``GaitParams`` for one snake (shared) or for every snake; None: the paper's gait
+    latency: True to pass commands through the valve latency model, False to apply them at once
+    supply_pressure: supply pressure p_s of the latency model [Pa]
+    dt: frame time step [s]
+    seconds: simulated time [s]
+    config: a ``SnakeConfig``; None loads the shipped ``snake.toml``
+    spacing: distance between neighbouring snakes along y [m]
+    substeps, newton_iterations, linear_iterations: solver settings (the paper: 2, 4, 20)
+    """
+
+    def __init__(self, snake_count, *, resolution="coarse", device="cpu", gait=None, latency=True,
+                 supply_pressure=SUPPLY_PRESSURE_DEFAULT, dt=DT_DEFAULT, seconds=5.0, config=None,
+                 spacing=SPACING_DEFAULT, substeps=2, newton_iterations=4, linear_iterations=20):
+        if isinstance(snake_count, bool) or not isinstance(snake_count, (int, np.integer)) or snake_count < 1:
+            raise SnakeSimulationError(f"snake_count must be a positive integer, got {snake_count!r}")
+        for name, value in (("dt", dt), ("seconds", seconds), ("spacing", spacing)):
+            if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0.0):
+                raise SnakeSimulationError(f"{name} must be a positive number, got {value!r}")
+        if dt > seconds:
+            raise SnakeSimulationError(f"dt {dt} s is longer than the run, {seconds} s")
+        self.snake_count = int(snake_count)
+        self.config = load_snake_config(resolution=resolution) if config is None else config
+        self.spacing = float(spacing)
+        self.gait = _per_snake_gait(gait, self.snake_count)
+        self.dt = float(dt)
+        self.frame_count = int(round(seconds / dt))
+        self.latency = PressureLatency((self.snake_count, self.config.link_count), supply_pressure=supply_pressure,
+                                       enabled=latency)
+        if np.any(self.gait.amplitude > self.latency.supply_pressure):
+            raise SnakeSimulationError(
+                f"gait amplitude {self.gait.amplitude.max():.6g} Pa exceeds the supply pressure "
+                f"{self.latency.supply_pressure:.6g} Pa")
+
+        world = ModelBuilder()
+        self.snake = add_snake(world, self.config, resolution, heading=HEADING)
+        scene = ModelBuilder()
+        scene.add_ground(mu=self.config.friction)
+        scene.replicate(world, self.snake_count, spacing=(0.0, self.spacing, 0.0))
+        self.model = scene.finalize(device)
+        self.solver = Solver(self.model, substeps=substeps, newton_iterations=newton_iterations,
+                             linear_iterations=linear_iterations)
+        self.state = self.model.state()
+        self.control = self.model.control()
+
+        m = self.model
+        self._particles_per_snake = world.particle_count
+        self._bodies_per_snake = world.body_count
+        channel_starts = m.pressure_channel_world_start[:-1]
+        self._channel_index = channel_starts[:, None, None] + self.snake.link_channels[None]
+        particle_mass = m.particle_mass_numpy().reshape(self.snake_count, -1)
+        body_mass = m.body_mass_numpy.reshape(self.snake_count, -1)
+        self._particle_mass = particle_mass
+        self._body_mass = body_mass
+        self._total_mass = particle_mass.sum(axis=1) + body_mass.sum(axis=1)
+        self._pressure = np.zeros(max(m.pressure_channel_count, 1), dtype=np.float32)
+
+    # ------------------------------------------------------------------ per-frame observations
+    def _positions(self):
+        particles = self.state.particle_q.numpy().reshape(self.snake_count, self._particles_per_snake, 3)
+        bodies = self.state.body_q.numpy().reshape(self.snake_count, self._bodies_per_snake, 7)
+        return particles, bodies
+
+    def _observe(self, particles, bodies):
+        """(centre of mass (snake_count, 3) [m], curvature (snake_count, link_count) [1/m])."""
+        moment = np.einsum("sp,spk->sk", self._particle_mass, particles)
+        moment += np.einsum("sb,sbk->sk", self._body_mass, bodies[..., :3])
+        com = moment / self._total_mass[:, None]
+        return com, link_curvature(bodies, self.snake.cap_bodies, self.snake.link_lengths)
+
+    def _apply_pressure(self, differential):
+        """Drive the active chamber of every link with the differential pressure [Pa]."""
+        self._pressure[self._channel_index.ravel()] = chamber_targets(differential).ravel()
+        self.control.pressure.assign(self._pressure)
+
+    # ------------------------------------------------------------------ USD
+    def _usd_scene(self, recorder, particles):
+        config = self.config
+        recorder.add_ground(size=max(4.0, 2.0 * self.snake_count * self.spacing))
+        cap, wheel = config.cap, config.wheel
+        meshes, bodies = [], []
+        for s in range(self.snake_count):
+            group = recorder.add_group(f"snake_{s:03d}")
+            for i, link in enumerate(self.snake.links):
+                meshes.append((recorder.add_mesh(f"link_{i}", link.surface_triangles, particles[s, link.particles],
+                                                 color=LINK_COLORS[i % 2], parent=group), s, link.particles))
+            for k, module in enumerate(self.snake.module_bodies):
+                handle = recorder.add_body(f"module_{k}", "box",
+                                           half_extents=(0.5 * cap.length, 0.5 * cap.width, 0.5 * cap.height),
+                                           color=MODULE_COLOR, parent=group)
+                bodies.append((handle, s, module))
+                for side, wheel_body in zip(("left", "right"), self.snake.wheel_bodies[k]):
+                    handle = recorder.add_body(f"wheel_{k}_{side}", "cylinder", radius=wheel.radius,
+                                               height=wheel.width, axis="Z", color=WHEEL_COLOR, parent=group)
+                    bodies.append((handle, s, int(wheel_body)))
+        return meshes, bodies
+
+    @staticmethod
+    def _usd_frame(recorder, time, meshes, bodies, particles, body_q):
+        recorder.write_frame(
+            time=time,
+            mesh_points={handle: particles[s, sl] for handle, s, sl in meshes},
+            body_transforms={handle: (body_q[s, b, :3], body_q[s, b, 3:7]) for handle, s, b in bodies})
+
+    # ------------------------------------------------------------------ run
+    def run(self, *, usd_path=None, usd_fps=USD_FPS_DEFAULT, progress=True):
+        """Simulate all frames and return ``SnakeTrajectories``.
+
+        usd_path: write the scene to this .usda/.usdc/.usd file (None: no USD)
+        usd_fps: frames per second written to USD [1/s] (rounded to a whole number of frames)
+        progress: show a tqdm progress bar
+        Raises ``SnakeDivergedError`` naming the snake whose state became non-finite; a USD file
+        is then left as ``<stem>.partial<ext>`` up to its last flush.
+        """
+        usd_stride = max(1, int(round(1.0 / (self.dt * usd_fps)))) if usd_path is not None else 0
+        frames = self.frame_count
+        shape = (frames + 1, self.snake_count)
+        links = self.config.link_count
+        time = np.arange(frames + 1) * self.dt
+        com = np.zeros(shape + (3,))
+        curvature = np.zeros(shape + (links,))
+        command = np.zeros(shape + (links,))
+        pressure = np.zeros(shape + (links,))
+        particles, body_q = self._positions()
+        com[0], curvature[0] = self._observe(particles, body_q)
+
+        def record(count):
+            return SnakeTrajectories(time, com, curvature, command, pressure, HEADING,
+                                     snake_length(self.config)).truncated(count)
+
+        recorder = UsdRecorder(usd_path, fps=1.0 / (usd_stride * self.dt)) if usd_path is not None else None
+        with recorder or contextlib.nullcontext():
+            if recorder is not None:
+                usd_meshes, usd_bodies = self._usd_scene(recorder, particles)
+                self._usd_frame(recorder, 0.0, usd_meshes, usd_bodies, particles, body_q)
+            frames_bar = tqdm(range(1, frames + 1), desc="gait", unit="frame", disable=None if progress else True,
+                              leave=False)
+            for frame in frames_bar:
+                command[frame] = gait_command(self.gait, time[frame], links)
+                self.latency.step(command[frame], self.dt)
+                pressure[frame] = self.latency.differential
+                self._apply_pressure(pressure[frame])
+                try:
+                    self.solver.step(self.state, self.state, self.control, self.dt)
+                except SimulationError as exc:
+                    raise SnakeDivergedError(
+                        f"snake {exc.world} diverged (NaN or Inf) at t = {time[frame]:.4f} s; reduce dt or "
+                        "check the snake's parameters", snake=exc.world, time=time[frame], step=frame,
+                        trajectories=record(frame - 1)) from None
+                particles, body_q = self._positions()
+                com[frame], curvature[frame] = self._observe(particles, body_q)
+                if recorder is not None and frame % usd_stride == 0:
+                    self._usd_frame(recorder, time[frame], usd_meshes, usd_bodies, particles, body_q)
+        return record(frames)
+
+
+def cuda_available():
+    """True when Warp can run on a CUDA device."""
+    return wp.is_cuda_available()
