@@ -14,12 +14,11 @@ Friction rows (two per contact, Coulomb, isotropic) act on the tangential displa
 contact point since the start of the substep, u = D^T (p(x) - p(x_n)). A sticking contact holds
 u -> 0 through slightly compliant rows whose stiffness is proportional to the normal load, so
 several contacts of one body share friction in proportion to their normal forces and leave the
-cone together. When the friction multiplier leaves the cone |lambda_f| <= mu lambda_n the
-contact slides, and keeps sliding while it slips by more than friction could stop in one
-substep (mu g h^2): its rows then hold lambda_f on the cone against the slip inside the linear
-solve (so the normal forces of that solve see the true friction). After every solve the
-friction multipliers are projected onto the cone (a sliding contact's exactly onto the cone of
-the updated lambda_n) before positions move.
+cone together. When a Newton step's friction multiplier leaves the cone |lambda_f| <= mu lambda_n,
+the contact switches to sliding and its world's step is rejected (check_friction_cone); a
+sliding contact's rows then hold lambda_f on the cone along the direction of the stick force
+that left it, inside the linear solve. It keeps sliding while it slips by more than friction
+could stop in one substep (mu g h^2), checked at each substep's detection.
 """
 
 import warp as wp
@@ -30,9 +29,6 @@ from .entities import body_generalized_inverse_mass, write_body_block, write_par
 OBSTACLE_PLANE = wp.constant(0)
 OBSTACLE_BOX = wp.constant(1)
 OBSTACLE_CYLINDER = wp.constant(2)
-
-SLIDING_RAISE_MAX = wp.constant(1.1)
-"""Largest factor by which the projection raises a sliding contact's friction toward the cone."""
 
 POINT_FIXED = wp.constant(0)
 POINT_CYLINDER_RIM = wp.constant(1)
@@ -101,6 +97,15 @@ def entity_point(
     return wp.transform_point(body_q[entity - particle_count], local)
 
 
+@wp.func
+def tangent_basis(n: wp.vec3):
+    t = wp.vec3(1.0, 0.0, 0.0)
+    if wp.abs(n[0]) > 0.9:
+        t = wp.vec3(0.0, 1.0, 0.0)
+    t1 = wp.normalize(t - n * wp.dot(t, n))
+    return wp.mat33(t1[0], t1[1], t1[2], wp.cross(n, t1)[0], wp.cross(n, t1)[1], wp.cross(n, t1)[2], n[0], n[1], n[2])
+
+
 @wp.kernel
 def detect_contacts(
     particle_q: wp.array(dtype=wp.vec3),
@@ -124,6 +129,7 @@ def detect_contacts(
     h: float,
     contact_active: wp.array(dtype=int),
     contact_sliding: wp.array(dtype=int),
+    contact_slide_direction: wp.array(dtype=wp.vec2),
     contact_anchor: wp.array(dtype=wp.vec3),
     contact_normal: wp.array(dtype=wp.vec3),
     contact_surface: wp.array(dtype=wp.vec3),
@@ -165,21 +171,16 @@ def detect_contacts(
         # A sliding contact sticks again once its predicted slip over the substep is smaller than
         # what friction under a gravity-level load removes in one substep (mu g h^2); the same
         # test runs at every Newton iteration (eval_contact_rows).
+        # It also sticks again when it slips along its friction (the friction would accelerate it).
         slip = (p - p0) - n * wp.dot(n, p - p0)
-        if wp.length(slip) < slot_mu[s] * stick_acceleration * h * h:
+        basis = tangent_basis(n)
+        along = contact_slide_direction[s][0] * wp.dot(slip, wp.vec3(basis[0, 0], basis[0, 1], basis[0, 2]))
+        along += contact_slide_direction[s][1] * wp.dot(slip, wp.vec3(basis[1, 0], basis[1, 1], basis[1, 2]))
+        if wp.length(slip) < slot_mu[s] * stick_acceleration * h * h or along > 0.0:
             contact_sliding[s] = 0
     else:
         contact_active[s] = 0
         contact_sliding[s] = 0
-
-
-@wp.func
-def tangent_basis(n: wp.vec3):
-    t = wp.vec3(1.0, 0.0, 0.0)
-    if wp.abs(n[0]) > 0.9:
-        t = wp.vec3(0.0, 1.0, 0.0)
-    t1 = wp.normalize(t - n * wp.dot(t, n))
-    return wp.mat33(t1[0], t1[1], t1[2], wp.cross(n, t1)[0], wp.cross(n, t1)[1], wp.cross(n, t1)[2], n[0], n[1], n[2])
 
 
 @wp.func
@@ -226,6 +227,7 @@ def eval_contact_rows(
     slot_row: wp.array(dtype=int),
     contact_active: wp.array(dtype=int),
     contact_sliding: wp.array(dtype=int),
+    contact_slide_direction: wp.array(dtype=wp.vec2),
     contact_anchor: wp.array(dtype=wp.vec3),
     contact_normal: wp.array(dtype=wp.vec3),
     contact_surface: wp.array(dtype=wp.vec3),
@@ -235,8 +237,6 @@ def eval_contact_rows(
     regularization: float,
     slip_length: float,
     slide_compliance_ratio: float,
-    stick_acceleration: float,
-    h: float,
     J_offsets: wp.array(dtype=int),
     J_values: wp.array(dtype=float),
     row_c: wp.array(dtype=float),
@@ -279,22 +279,12 @@ def eval_contact_rows(
     row_compliance[row] = alpha
     row_damping[row] = 0.0
 
-    # Friction rows. Sticking: (nearly) hard on the tangential displacement. A contact whose stick
-    # force leaves the cone slides, and keeps sliding in later substeps until friction alone could
-    # stop its slip within one substep; a sliding contact's rows hold the friction multiplier on
-    # the cone against the slip inside the linear solve, so that the normal forces of that solve
-    # see the true friction (a sliding box neither rocks nor is thrown by a stick force).
+    # Friction rows. Sticking: (nearly) hard on the tangential displacement. Sliding (see
+    # check_friction_cone): the rows hold the friction multiplier on the cone, along the direction
+    # of the stick force that left it, inside the linear solve, so that every other row of that
+    # solve sees the true friction.
     u = basis * (p - contact_start[s])
-    slip = wp.vec2(u[0], u[1])
-    slip_norm = wp.length(slip)
     limit = slot_mu[s] * wp.max(lam_n, 0.0)
-    lam_f_norm = wp.length(wp.vec2(lam[row + 1], lam[row + 2]))
-    if contact_sliding[s] == 0:
-        if limit > 0.0 and lam_f_norm > limit * (1.0 + 1.0e-6):
-            contact_sliding[s] = 1
-    elif slip_norm < slot_mu[s] * stick_acceleration * h * h:
-        # Slipping less than friction removes in one substep: the contact has stopped.
-        contact_sliding[s] = 0
     for k in range(2):
         fr = row + 1 + k
         t = wp.vec3(basis[k, 0], basis[k, 1], basis[k, 2])
@@ -313,52 +303,48 @@ def eval_contact_rows(
             # cone together (a box sticks until its total friction exceeds mu N).
             row_compliance[fr] = 0.1 * regularization * w_t + slip_length / wp.max(lam_n, 1.0e-20)
         else:
-            target = float(0.0)
-            if slip_norm > 0.0:
-                target = -limit * slip[k] / slip_norm
+            target = limit * contact_slide_direction[s][k]
             big = slide_compliance_ratio * w_t
             row_c[fr] = -big * target
             row_compliance[fr] = big
 
 
 @wp.kernel
-def project_friction(
+def check_friction_cone(
     slot_mu: wp.array(dtype=float),
     slot_row: wp.array(dtype=int),
+    row_world: wp.array(dtype=int),
     contact_active: wp.array(dtype=int),
     lam: wp.array(dtype=float),
     dlam: wp.array(dtype=float),
     contact_sliding: wp.array(dtype=int),
+    contact_slide_direction: wp.array(dtype=wp.vec2),
+    world_reject: wp.array(dtype=int),
 ):
-    """Keep the updated friction multiplier in the Coulomb cone |lambda_f| <= mu lambda_n.
+    """Switch a sticking contact whose new friction multiplier left the cone to sliding.
 
-    Applied to the Newton step before positions move, so positions always follow the projected
-    multipliers (x = x~ + M^-1 J^T lambda). A contact whose stick force leaves the cone is
-    flagged sliding, and a sliding contact's friction is put exactly on the cone of the updated
-    lambda_n (against its slip: maximal dissipation).
+    Its sliding direction is that of the stick force (the implicit answer to "what would stop
+    the slip", stable even on light bodies), and the whole Newton step of its world is rejected:
+    clipping one contact's friction after the solve would leave every other row of that solve
+    out of balance. The next iteration re-solves with the contact sliding. A contact switches
+    at most once per substep (it sticks again only at the next substep's detection), so the
+    rejections end.
     """
     s = wp.tid()
-    if contact_active[s] == 0:
+    if contact_active[s] == 0 or contact_sliding[s] != 0:
         return
     row = slot_row[s]
-    # The normal multiplier is left to the Fischer-Burmeister rows: clamping it here would break
-    # the balance of the same solve's other rows (stiff soft bodies then diverge).
     limit = slot_mu[s] * wp.max(lam[row] + dlam[row], 0.0)
     f = wp.vec2(lam[row + 1] + dlam[row + 1], lam[row + 2] + dlam[row + 2])
     norm = wp.length(f)
-    sliding = contact_sliding[s]
-    if norm > limit * (1.0 + 1.0e-6):
-        # The stick force left the cone: the contact slides from the next iteration on.
+    if limit > 0.0 and norm > limit * (1.0 + 1.0e-6):
         contact_sliding[s] = 1
-    # Sliding friction follows the cone of the updated normal multiplier (no lag behind lambda_n in
-    # a steady slide). Raising it is capped: when the normal force jumps (an impact) a full raise
-    # would kick light particles of a soft body along a stale slip direction.
-    scale = float(1.0)
-    if norm > limit:
-        scale = limit / norm
-    elif sliding == 1 and norm > 0.0:
-        scale = wp.min(limit / norm, SLIDING_RAISE_MAX)
-    if scale != 1.0:
-        f = f * scale
-        dlam[row + 1] = f[0] - lam[row + 1]
-        dlam[row + 2] = f[1] - lam[row + 2]
+        contact_slide_direction[s] = f / norm
+        wp.atomic_max(world_reject, row_world[row], 1)
+
+
+@wp.kernel
+def reject_world_steps(row_world: wp.array(dtype=int), world_reject: wp.array(dtype=int), dlam: wp.array(dtype=float)):
+    i = wp.tid()
+    if world_reject[row_world[i]] != 0:
+        dlam[i] = 0.0

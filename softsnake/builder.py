@@ -447,7 +447,8 @@ class ModelBuilder:
         return self._add_shape(body, SHAPE_CAPSULE, position, rotation, (r, hh, 0), density, mu, vol, cylinder_inertia(vol, r, hh))
 
     def add_shape_cylinder(self, body, radius, half_height, *, position=(0, 0, 0), rotation=(0, 0, 0, 1), density=0.0, mu=None):
-        """Cylinder along the shape's local z (a wheel: the lowest rim point of each cap collides)."""
+        """Cylinder along the shape's local z: the lowest rim point of each cap collides, or for a
+        wheel (2 half_height <= radius) the lowest rim point of its mid-plane."""
         r = _positive(radius, "cylinder radius")
         hh = _positive(half_height, "cylinder half_height")
         vol = math.pi * r * r * 2.0 * hh

@@ -69,7 +69,10 @@ def _collision_points(builder):
             for corner in np.array(np.meshgrid([-1, 1], [-1, 1], [-1, 1], indexing="ij")).reshape(3, -1).T:
                 points.append((ent, POINT_FIXED, pos + R @ (corner * size), z, 0.0, 0.0, mu, world))
         elif kind == SHAPE_CYLINDER:
-            for sign in (-1.0, 1.0):
+            # A wheel (width <= radius) touches through one rim point in its mid-plane: two points
+            # on a line along the axis would leave sideways friction split between them undetermined.
+            signs = (0.0,) if size[1] <= 0.5 * size[0] else (-1.0, 1.0)
+            for sign in signs:
                 points.append((ent, POINT_CYLINDER_RIM, pos + sign * size[1] * z, z, size[0], 0.0, mu, world))
     return points
 

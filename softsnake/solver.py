@@ -116,6 +116,8 @@ class Solver:
         self.beta = zeros(m.world_count)
         self.contact_active = zeros(m.contact_slot_count, int)
         self.contact_sliding = zeros(m.contact_slot_count, int)
+        self.contact_slide_direction = zeros(m.contact_slot_count, wp.vec2)
+        self.world_reject = wp.zeros(m.world_count, dtype=int, device=dev)
         for name in ("contact_anchor", "contact_normal", "contact_surface", "contact_start"):
             setattr(self, name, zeros(m.contact_slot_count, wp.vec3))
         self.world_flag = wp.zeros(m.world_count, dtype=int, device=dev)
@@ -157,7 +159,7 @@ class Solver:
                 m.slot_entity, m.slot_kind, m.slot_local, m.slot_axis, m.slot_rim_radius, m.slot_radius, m.slot_obstacle,
                 m.obstacle_kind, m.obstacle_transform, m.obstacle_size, self.contact_margin, m.slot_mu,
                 self.stick_acceleration, h],
-                outputs=[self.contact_active, self.contact_sliding, self.contact_anchor, self.contact_normal,
+                outputs=[self.contact_active, self.contact_sliding, self.contact_slide_direction, self.contact_anchor, self.contact_normal,
                          self.contact_surface, self.contact_start])
         if m.row_count:
             if self.warm_start and self._previous_h is not None:
@@ -206,8 +208,11 @@ class Solver:
         wp.launch(rows.scatter_transpose_values, m.nnz, device=dev, inputs=[self.J_values, m.J_to_JT, self.JT_values])
         self._solve_conjugate_residual()
         if m.contact_slot_count:
-            wp.launch(contact.project_friction, m.contact_slot_count, device=dev,
-                      inputs=[m.slot_mu, m.slot_row, self.contact_active, self.lam, self.dlam, self.contact_sliding])
+            self.world_reject.zero_()
+            wp.launch(contact.check_friction_cone, m.contact_slot_count, device=dev, inputs=[
+                m.slot_mu, m.slot_row, m.row_world, self.contact_active, self.lam, self.dlam, self.contact_sliding,
+                self.contact_slide_direction, self.world_reject])
+            wp.launch(contact.reject_world_steps, m.row_count, device=dev, inputs=[m.row_world, self.world_reject, self.dlam])
         self._apply_inverse_mass_transpose(self.dlam)
         wp.launch(integration.apply_position_update, self.entity_count, device=dev,
                   inputs=[self.u, m.particle_count, state.particle_q, state.body_q])
@@ -250,8 +255,9 @@ class Solver:
             wp.launch(contact.eval_contact_rows, m.contact_slot_count, device=dev, inputs=[
                 state.particle_q, state.body_q, m.particle_inv_mass, m.body_inv_mass, self.body_inv_inertia_world,
                 m.particle_count, m.slot_entity, m.slot_radius, m.slot_mu, m.slot_row, self.contact_active,
-                self.contact_sliding, self.contact_anchor, self.contact_normal, self.contact_surface, self.contact_start,
-                self.lam, self.fb_epsilon, self.contact_regularization, self.friction_slip_length, self.slide_compliance_ratio, self.stick_acceleration, h, *common,
+                self.contact_sliding, self.contact_slide_direction, self.contact_anchor, self.contact_normal,
+                self.contact_surface, self.contact_start, self.lam, self.fb_epsilon, self.contact_regularization,
+                self.friction_slip_length, self.slide_compliance_ratio, *common,
                 self.row_damping])
 
     # ------------------------------------------------------------------ linear solve
