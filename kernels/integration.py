@@ -130,8 +130,10 @@ def gather_transpose(
     return s
 
 
-@wp.kernel
-def apply_inverse_mass_transpose(
+@wp.func
+def write_inverse_mass_transpose(
+    e: int,
+    particle_count: int,
     JT_offsets: wp.array(dtype=int),
     JT_columns: wp.array(dtype=int),
     JT_values: wp.array(dtype=float),
@@ -139,11 +141,9 @@ def apply_inverse_mass_transpose(
     particle_inv_mass: wp.array(dtype=float),
     body_inv_mass: wp.array(dtype=float),
     body_inv_inertia_world: wp.array(dtype=wp.mat33),
-    particle_count: int,
     u: wp.array(dtype=float),
 ):
-    """u = M^-1 J^T x, one thread per particle or body."""
-    e = wp.tid()
+    """u = M^-1 J^T x for the degrees of freedom of entity e (a particle, or body e - particle_count)."""
     if e < particle_count:
         w = particle_inv_mass[e]
         for k in range(3):
@@ -161,6 +161,23 @@ def apply_inverse_mass_transpose(
         for k in range(3):
             u[base + k] = lin[k]
             u[base + 3 + k] = ang[k]
+
+
+@wp.kernel
+def apply_inverse_mass_transpose(
+    JT_offsets: wp.array(dtype=int),
+    JT_columns: wp.array(dtype=int),
+    JT_values: wp.array(dtype=float),
+    x: wp.array(dtype=float),
+    particle_inv_mass: wp.array(dtype=float),
+    body_inv_mass: wp.array(dtype=float),
+    body_inv_inertia_world: wp.array(dtype=wp.mat33),
+    particle_count: int,
+    u: wp.array(dtype=float),
+):
+    """u = M^-1 J^T x, one thread per particle or body."""
+    write_inverse_mass_transpose(wp.tid(), particle_count, JT_offsets, JT_columns, JT_values, x, particle_inv_mass,
+                                 body_inv_mass, body_inv_inertia_world, u)
 
 
 @wp.kernel

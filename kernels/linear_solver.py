@@ -10,10 +10,30 @@ world computes bit for bit the same numbers whichever other worlds share the bat
 
 import warp as wp
 
+from .integration import write_inverse_mass_transpose
 from .rows import block_coupled
 
 REDUCTION_CHUNK = wp.constant(256)
 """Rows per partial sum of the per-world inner products (chunks never straddle worlds)."""
+
+
+@wp.func
+def row_product(
+    i: int,
+    J_offsets: wp.array(dtype=int),
+    J_columns: wp.array(dtype=int),
+    J_values: wp.array(dtype=float),
+    u: wp.array(dtype=float),
+    x: wp.array(dtype=float),
+    compliance: wp.array(dtype=float),
+    coupling: wp.array(dtype=float),
+    block_start: wp.array(dtype=int),
+):
+    """(J u + E x)[i], with u = M^-1 J^T x already computed."""
+    s = float(0.0)
+    for k in range(J_offsets[i], J_offsets[i + 1]):
+        s += J_values[k] * u[J_columns[k]]
+    return s + block_coupled(x, i, block_start[i], compliance[i], coupling[i])
 
 
 @wp.kernel
@@ -28,12 +48,9 @@ def multiply_rows(
     block_start: wp.array(dtype=int),
     y: wp.array(dtype=float),
 ):
-    """y = J u + E x, with u = M^-1 J^T x already computed."""
+    """y = J u + E x, one thread per row."""
     i = wp.tid()
-    s = float(0.0)
-    for k in range(J_offsets[i], J_offsets[i + 1]):
-        s += J_values[k] * u[J_columns[k]]
-    y[i] = s + block_coupled(x, i, block_start[i], compliance[i], coupling[i])
+    y[i] = row_product(i, J_offsets, J_columns, J_values, u, x, compliance, coupling, block_start)
 
 
 @wp.kernel
@@ -208,36 +225,13 @@ def world_multiply(
 ):
     """y = [J M^-1 J^T + E] x over one world's rows, serially (u: scratch over the world's dofs)."""
     for e in range(particle_begin, particle_end):
-        w = particle_inv_mass[e]
-        for k in range(3):
-            d = 3 * e + k
-            s = float(0.0)
-            for n in range(JT_offsets[d], JT_offsets[d + 1]):
-                s += JT_values[n] * x[JT_columns[n]]
-            u[d] = w * s
+        write_inverse_mass_transpose(e, particle_count, JT_offsets, JT_columns, JT_values, x, particle_inv_mass,
+                                     body_inv_mass, body_inv_inertia_world, u)
     for b in range(body_begin, body_end):
-        base = 3 * particle_count + 6 * b
-        lin = wp.vec3(0.0)
-        ang = wp.vec3(0.0)
-        for k in range(6):
-            d = base + k
-            s = float(0.0)
-            for n in range(JT_offsets[d], JT_offsets[d + 1]):
-                s += JT_values[n] * x[JT_columns[n]]
-            if k < 3:
-                lin[k] = s
-            else:
-                ang[k - 3] = s
-        lin = lin * body_inv_mass[b]
-        ang = body_inv_inertia_world[b] * ang
-        for k in range(3):
-            u[base + k] = lin[k]
-            u[base + 3 + k] = ang[k]
+        write_inverse_mass_transpose(particle_count + b, particle_count, JT_offsets, JT_columns, JT_values, x,
+                                     particle_inv_mass, body_inv_mass, body_inv_inertia_world, u)
     for i in range(row_begin, row_end):
-        s = float(0.0)
-        for n in range(J_offsets[i], J_offsets[i + 1]):
-            s += J_values[n] * u[J_columns[n]]
-        y[i] = s + block_coupled(x, i, block_start[i], compliance[i], coupling[i])
+        y[i] = row_product(i, J_offsets, J_columns, J_values, u, x, compliance, coupling, block_start)
 
 
 @wp.kernel
