@@ -52,6 +52,10 @@ def main(argv=None):
     except KeyboardInterrupt:
         print(f"softsnake {name}: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        # The reader of our output went away (e.g. "| head"): not an error of the command.
+        sys.stderr.close()
+        return 0
 
 
 if __name__ == "__main__":
