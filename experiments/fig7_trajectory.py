@@ -1,8 +1,9 @@
 """Seed 001, Fig. 7: centre-of-mass trajectory under the paper's gait, with and without latency.
 
 Runs ``softsnake gait`` twice (valve latency on and off) for 10 s with two snakes each: the paper's
-gait (f = 2 Hz, alpha = pi/2, phi = 0, A = 8 psi, links numbered from the head) and the same gait
-with the wave reversed (alpha = -pi/2), to show which way each wave drives the snake. Writes the
+gait (f = 2 Hz, alpha = pi/2, phi = 0, A = 8 psi; eq. 9's links numbered from the tail, so the
+wave runs head to tail) and the same gait with the wave reversed (alpha = -pi/2, tail to head), to
+show which way each wave drives the snake. Writes the
 runs' own outputs to experiments/results/fig7_latency/ and fig7_no_latency/, then
 fig7_trajectory.png (all paths) and fig7_travel.csv (forward and lateral travel in body lengths).
 Extra options (e.g. ``--resolution paper``) go to both runs.

@@ -6,8 +6,9 @@ Link i of a snake receives the signed pressure command
 
 with f the oscillation frequency [Hz] (the paper writes omega but measures it in Hz), alpha the
 phase shift between links [rad], phi the offset [-] that makes the snake turn, and A the amplitude
-[Pa]. Links are numbered from 0 at the head. Every parameter is a scalar or one value per snake,
-so a single batched run can sweep a parameter across snakes.
+[Pa]. Eq. 9 counts links from 0 at the tail (the paper's snake moves head first under
+alpha = +pi/2); SnakeSimulation maps this index onto its head-first link order. Every parameter is
+a scalar or one value per snake, so a single batched run can sweep a parameter across snakes.
 """
 
 import dataclasses

@@ -3,7 +3,7 @@
 Every frame (time step dt) the runner
 
 1. evaluates the gait (eq. 9) for every snake and link at the end of the frame, t + dt (eq. 11
-   uses a_i(t + h)),
+   uses a_i(t + h)), eq. 9's link index i counted from the tail (``SnakeSimulation._link_commands``),
 2. advances the chamber pressures through the latency model (eqs. 10-12, ``PressureLatency``,
    vectorised over snakes x links) or sets them at once with ``latency=False``,
 3. hands the links' differential pressure to the engine: the active chamber's channel gets it and
@@ -74,7 +74,7 @@ class SnakeTrajectories:
     com: centre of mass of every snake (frame_count + 1, snake_count, 3) [m]
     curvature: curvature of every link (frame_count + 1, snake_count, link_count) [1/m],
         positive when the link bends to the left
-    command: gait command of every link (frame_count + 1, snake_count, link_count) [Pa]
+    command: gait command of every link, links head first (frame_count + 1, snake_count, link_count) [Pa]
     pressure: differential chamber pressure handed to the engine, chamber 1 minus chamber 0,
         same shape [Pa]
     heading: initial heading of the snakes, angle from +x about +z [rad]
@@ -200,6 +200,18 @@ class SnakeSimulation:
         com = moment / self._total_mass[:, None]
         return com, link_curvature(bodies, self.snake.cap_bodies, self.snake.link_lengths)
 
+    def _link_commands(self, time):
+        """Gait commands (snake_count, link_count) at ``time`` [s] in the snake's link order, head
+        first [Pa].
+
+        Eq. 9's index i counts from the tail (i = 0: the rear link). With alpha = +pi/2 link i then
+        lags link i + 1, so the bending wave runs from head to tail, and a snake on wheels that roll
+        forward and grip sideways moves against its wave: head first, as in the paper's Fig. 7.
+        Counted from the head, the same gait sends the wave from tail to head and the snake backs
+        away tail first (measured: 2.7 cm tail-first in 5 s, coarse mesh).
+        """
+        return gait_command(self.gait, time, self.config.link_count)[:, ::-1]
+
     def _apply_pressure(self, differential):
         """Drive the active chamber of every link with the differential pressure [Pa]."""
         self._pressure[self._channel_index.ravel()] = chamber_targets(differential).ravel()
@@ -268,7 +280,7 @@ class SnakeSimulation:
             frames_bar = tqdm(range(1, frames + 1), desc="gait", unit="frame", disable=None if progress else True,
                               leave=False)
             for frame in frames_bar:
-                command[frame] = gait_command(self.gait, time[frame], links)
+                command[frame] = self._link_commands(time[frame])
                 self.latency.step(command[frame], self.dt)
                 pressure[frame] = self.latency.differential
                 self._apply_pressure(pressure[frame])
