@@ -116,8 +116,6 @@ def test_chamber_area_is_the_meshed_polygon(coarse):
 
 WHEEL_CREEP = ("known defect: at 0.6 mu N sideways the lightly loaded wheel flips between sticking and "
                "sliding and the module creeps at 1.2 mm/s")
-NO_LOCOMOTION = ("known defect: the snake now moves head first but slowly (0.9 mm in the first second, 11.5 cm "
-                 "in 10 s): in the gait the coarse links bend only 0.4-0.8 1/m, too little to undulate")
 
 
 def push_module(config, force, seconds=0.5, dt=1.0 / 120.0):
@@ -163,7 +161,6 @@ def test_wheels_grip_sideways(coarse, fraction):
         assert velocity[1] == pytest.approx(expected, rel=0.05)
 
 
-@pytest.mark.xfail(strict=True, reason=NO_LOCOMOTION)
 def test_one_second_gait_run(coarse):
     """One second of the paper's gait: the state stays finite, the centre of mass moves, and each
     link bends to the side its command asks for (positive command, positive curvature): the

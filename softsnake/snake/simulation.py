@@ -170,8 +170,11 @@ class SnakeSimulation:
         scene.add_ground(mu=self.config.friction)
         scene.replicate(world, self.snake_count, spacing=(0.0, self.spacing, 0.0))
         self.model = scene.finalize(device)
+        # No warm start: carrying the multipliers across substeps made gait runs diverge when the
+        # chamber commands change sign (one coarse link with latency off: NaN at 3.5 s warm, finite
+        # cold; the paper mesh with latency: NaN at 0.43 s warm, finite cold).
         self.solver = Solver(self.model, substeps=substeps, newton_iterations=newton_iterations,
-                             linear_iterations=linear_iterations)
+                             linear_iterations=linear_iterations, warm_start=False)
         self.state = self.model.state()
         self.control = self.model.control()
 
