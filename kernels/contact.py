@@ -23,8 +23,8 @@ could stop in one substep (mu g h^2), checked at each substep's detection.
 
 import warp as wp
 
-from .distance import write_neutral_row
 from .entities import body_generalized_inverse_mass, write_body_block, write_particle_block
+from .rows import write_neutral_row
 
 OBSTACLE_PLANE = wp.constant(0)
 OBSTACLE_BOX = wp.constant(1)

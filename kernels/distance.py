@@ -8,16 +8,7 @@ pressurised (p <= 0) is not driven at all, so the passive side of a bending link
 import warp as wp
 
 from .entities import write_particle_block
-
-
-@wp.func
-def write_neutral_row(
-    row: int, row_c: wp.array(dtype=float), row_compliance: wp.array(dtype=float), row_damping: wp.array(dtype=float)
-):
-    """A row that exerts nothing: its multiplier relaxes to zero (Jacobian entries must be zeroed by the caller)."""
-    row_c[row] = 0.0
-    row_compliance[row] = 1.0
-    row_damping[row] = 0.0
+from .rows import write_neutral_row
 
 
 @wp.kernel

@@ -26,15 +26,6 @@ def write_body_block(J: wp.array(dtype=float), nz: int, lin: wp.vec3, ang: wp.ve
 
 
 @wp.func
-def body_point_jacobian_angular(r: wp.vec3, n: wp.vec3):
-    """Angular part of d(n . (x_b + r)) for a body point at world offset r from the centre of mass.
-
-    d(x_b + r) = dx + dtheta x r, so n . (dtheta x r) = dtheta . (r x n).
-    """
-    return wp.cross(r, n)
-
-
-@wp.func
 def body_generalized_inverse_mass(inv_mass: float, inv_inertia: wp.mat33, lin: wp.vec3, ang: wp.vec3):
     """Jacobian row block times M^-1 times its transpose for one body."""
     return wp.dot(lin, lin) * inv_mass + wp.dot(ang, inv_inertia * ang)

@@ -53,6 +53,20 @@ def multiply_rows(
     y[i] = row_product(i, J_offsets, J_columns, J_values, u, x, compliance, coupling, block_start)
 
 
+@wp.func
+def chunk_dot(a: wp.array(dtype=float), b: wp.array(dtype=float), weight: wp.array(dtype=float), use_weight: int,
+              begin: int, end: int):
+    """Sum over rows begin..end of a * b (* weight), in row order."""
+    s = float(0.0)
+    if use_weight != 0:
+        for i in range(begin, end):
+            s += a[i] * b[i] * weight[i]
+    else:
+        for i in range(begin, end):
+            s += a[i] * b[i]
+    return s
+
+
 @wp.kernel
 def reduce_chunks(
     a: wp.array(dtype=float),
@@ -65,14 +79,7 @@ def reduce_chunks(
 ):
     """partial[chunk] = sum over the chunk's rows of a * b (* weight)."""
     c = wp.tid()
-    s = float(0.0)
-    if use_weight != 0:
-        for i in range(chunk_start[c], chunk_end[c]):
-            s += a[i] * b[i] * weight[i]
-    else:
-        for i in range(chunk_start[c], chunk_end[c]):
-            s += a[i] * b[i]
-    partial[c] = s
+    partial[c] = chunk_dot(a, b, weight, use_weight, chunk_start[c], chunk_end[c])
 
 
 @wp.kernel
@@ -186,14 +193,7 @@ def world_dot(a: wp.array(dtype=float), b: wp.array(dtype=float), weight: wp.arr
     c = row_begin
     while c < row_end:
         end = wp.min(c + REDUCTION_CHUNK, row_end)
-        s = float(0.0)
-        if use_weight != 0:
-            for i in range(c, end):
-                s += a[i] * b[i] * weight[i]
-        else:
-            for i in range(c, end):
-                s += a[i] * b[i]
-        total += s
+        total += chunk_dot(a, b, weight, use_weight, c, end)
         c = end
     return total
 

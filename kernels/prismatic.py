@@ -26,9 +26,9 @@ joint's row 5 exerts nothing, so b slides freely along the axis.
 
 import warp as wp
 
-from .distance import write_neutral_row
 from .entities import write_body_block
 from .hinge import body_frame
+from .rows import write_neutral_row
 
 
 @wp.func

@@ -17,6 +17,16 @@ from .entities import body_generalized_inverse_mass
 
 
 @wp.func
+def write_neutral_row(
+    row: int, row_c: wp.array(dtype=float), row_compliance: wp.array(dtype=float), row_damping: wp.array(dtype=float)
+):
+    """A row that exerts nothing: its multiplier relaxes to zero (Jacobian entries must be zeroed by the caller)."""
+    row_c[row] = 0.0
+    row_compliance[row] = 1.0
+    row_damping[row] = 0.0
+
+
+@wp.func
 def block_coupled(values: wp.array(dtype=float), row: int, block_start: int, diagonal: float, off_diagonal: float):
     """(alpha v)[row] for a row of a 3x3 block [[d, o, o], [o, d, o], [o, o, d]] starting at block_start."""
     s = diagonal * values[row]

@@ -223,7 +223,6 @@ def finalize_model(builder, device):
     m.body_world_start = world_starts(builder.body_world)
     m.pressure_channel_world_start = world_starts(builder.pressure_channel_world)
     m.spring_world_start = world_starts(builder.spring_world)
-    m.prismatic_world_start = world_starts(builder.prismatic_world)
     m.row_world_start = world_row_start
     m.row_world_start_device = arr(world_row_start, int)
     m.particle_world_start_device = arr(m.particle_world_start, int)
@@ -236,7 +235,6 @@ def finalize_model(builder, device):
     m.particle_inv_mass = arr(np.where(mass > 0, 1.0 / np.where(mass > 0, mass, 1.0), 0.0), float)
     m.particle_radius = arr(builder.particle_radius, float)
     m.particle_world = arr(builder.particle_world, int)
-    m.particle_collide_numpy = np.asarray(builder.particle_collide, dtype=bool)
 
     # Bodies.
     body_q = [np.concatenate([p, q]) for p, q in builder.body_q]
@@ -258,11 +256,6 @@ def finalize_model(builder, device):
     m.body_inv_inertia = arr(inv_inertia, wp.mat33)
     m.body_world = arr(builder.body_world, int)
     m.body_mass_numpy = np.asarray(builder.body_mass, dtype=np.float64)
-    m.shape_body = np.asarray(builder.shape_body, dtype=np.int64)
-    m.shape_type = np.asarray(builder.shape_type, dtype=np.int64)
-    m.shape_pos = np.asarray(builder.shape_pos).reshape(-1, 3)
-    m.shape_rot = np.asarray(builder.shape_rot).reshape(-1, 4)
-    m.shape_size = np.asarray(builder.shape_size).reshape(-1, 3)
 
     # Constraints.
     m.distance_particles = arr(builder.distance_particles, wp.vec2i)
@@ -273,7 +266,6 @@ def finalize_model(builder, device):
     m.distance_youngs_modulus = arr(builder.distance_youngs, float)
     m.distance_row = arr(row_of["distance"], int)
     m.tet_particles = arr(np.asarray(builder.tet_particles).reshape(-1, 4), wp.vec4i)
-    m.tet_particles_numpy = np.asarray(builder.tet_particles, dtype=np.int64).reshape(-1, 4)
     m.tet_inv_rest = arr(builder.tet_inv_rest, wp.mat33)
     m.tet_volume = arr(builder.tet_volume, float)
     m.tet_youngs_modulus = arr(builder.tet_youngs, float)
@@ -330,11 +322,6 @@ def finalize_model(builder, device):
     m.obstacle_kind = arr(builder.obstacle_kind, int)
     m.obstacle_transform = arr([np.concatenate([p, q]) for p, q in zip(builder.obstacle_pos, builder.obstacle_rot)], wp.transform)
     m.obstacle_size = arr(np.asarray(builder.obstacle_size).reshape(-1, 3), wp.vec3)
-    m.obstacle_world_numpy = np.asarray(builder.obstacle_world, dtype=np.int64)
-    m.obstacle_kind_numpy = np.asarray(builder.obstacle_kind, dtype=np.int64)
-    m.obstacle_pos_numpy = np.asarray(builder.obstacle_pos).reshape(-1, 3)
-    m.obstacle_rot_numpy = np.asarray(builder.obstacle_rot).reshape(-1, 4)
-    m.obstacle_size_numpy = np.asarray(builder.obstacle_size).reshape(-1, 3)
     m.slot_entity = arr([pt[0] for pt, _, _ in slots], int)
     m.slot_kind = arr([pt[1] for pt, _, _ in slots], int)
     m.slot_local = arr(np.asarray([pt[2] for pt, _, _ in slots]).reshape(-1, 3), wp.vec3)

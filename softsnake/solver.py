@@ -182,30 +182,19 @@ class Solver:
         m, dev = self.model, self.model.device
         ratio = h / self._previous_h
         wp.launch(rows.scale_multipliers, m.row_count, device=dev, inputs=[self.lam, ratio * ratio])
-        if m.body_count:
-            wp.launch(integration.update_world_inverse_inertia, m.body_count, device=dev,
-                      inputs=[state.body_q, m.body_inv_inertia, self.body_inv_inertia_world])
-        self._evaluate_rows(state, control, h, 1.0 / h, 1.0 / (h * h))
-        wp.launch(rows.scatter_transpose_values, m.nnz, device=dev, inputs=[self.J_values, m.J_to_JT, self.JT_values])
-        self._apply_inverse_mass_transpose(self.lam)
-        wp.launch(integration.apply_position_update, self.entity_count, device=dev,
-                  inputs=[self.u, m.particle_count, state.particle_q, state.body_q])
+        self._evaluate_jacobian(state, control, h)
+        self._move_by_multipliers(state, self.lam)
 
     def _newton_iteration(self, state, control, h):
         m, dev = self.model, self.model.device
-        inv_h, inv_h2 = 1.0 / h, 1.0 / (h * h)
-        if m.body_count:
-            wp.launch(integration.update_world_inverse_inertia, m.body_count, device=dev,
-                      inputs=[state.body_q, m.body_inv_inertia, self.body_inv_inertia_world])
         wp.launch(integration.substep_displacement, self.entity_count, device=dev, inputs=[
             state.particle_q, self.particle_q_prev, state.body_q, self.body_q_prev, m.particle_count, self.displacement])
-        self._evaluate_rows(state, control, h, inv_h, inv_h2)
+        self._evaluate_jacobian(state, control, h)
         wp.launch(rows.prepare_rows, m.row_count, device=dev, inputs=[
             m.J_offsets, m.J_columns, self.J_values, self.row_c, self.row_compliance, self.row_coupling, m.row_block_start,
             self.row_damping, self.lam, self.displacement, m.particle_inv_mass, m.body_inv_mass, self.body_inv_inertia_world,
             3 * m.particle_count],
             outputs=[self.rhs, self.compliance_eff, self.coupling_eff, self.inv_diagonal])
-        wp.launch(rows.scatter_transpose_values, m.nnz, device=dev, inputs=[self.J_values, m.J_to_JT, self.JT_values])
         self._solve_conjugate_residual()
         if m.contact_slot_count:
             self.world_reject.zero_()
@@ -213,10 +202,24 @@ class Solver:
                 m.slot_mu, m.slot_row, m.row_world, self.contact_active, self.lam, self.dlam, self.contact_sliding,
                 self.contact_slide_direction, self.world_reject])
             wp.launch(contact.reject_world_steps, m.row_count, device=dev, inputs=[m.row_world, self.world_reject, self.dlam])
-        self._apply_inverse_mass_transpose(self.dlam)
-        wp.launch(integration.apply_position_update, self.entity_count, device=dev,
-                  inputs=[self.u, m.particle_count, state.particle_q, state.body_q])
+        self._move_by_multipliers(state, self.dlam)
         wp.launch(rows.accumulate_multipliers, m.row_count, device=dev, inputs=[self.lam, self.dlam])
+
+    def _evaluate_jacobian(self, state, control, h):
+        """World inverse inertias, every row at the current positions, and the values of J^T."""
+        m, dev = self.model, self.model.device
+        if m.body_count:
+            wp.launch(integration.update_world_inverse_inertia, m.body_count, device=dev,
+                      inputs=[state.body_q, m.body_inv_inertia, self.body_inv_inertia_world])
+        self._evaluate_rows(state, control, h, 1.0 / h, 1.0 / (h * h))
+        wp.launch(rows.scatter_transpose_values, m.nnz, device=dev, inputs=[self.J_values, m.J_to_JT, self.JT_values])
+
+    def _move_by_multipliers(self, state, x):
+        """Move particles and bodies by M^-1 J^T x."""
+        m = self.model
+        self._apply_inverse_mass_transpose(x)
+        wp.launch(integration.apply_position_update, self.entity_count, device=m.device,
+                  inputs=[self.u, m.particle_count, state.particle_q, state.body_q])
 
     def _evaluate_rows(self, state, control, h, inv_h, inv_h2):
         m, dev = self.model, self.model.device
