@@ -8,6 +8,7 @@ import warp as wp
 
 import softsnake
 from softsnake.meshing import box_tet_mesh
+from softsnake.memory import array_bytes
 
 wp.config.quiet = True
 DEVICES = os.environ.get("SOFTSNAKE_TEST_DEVICES", "cpu").split(",")
@@ -109,3 +110,23 @@ def test_per_world_and_batched_linear_solvers_agree(device):
             solver.step(state, state, control, 1.0 / 60.0)
         results.append(np.concatenate([state.particle_q.numpy().ravel(), state.body_q.numpy()[:, :3].ravel()]))
     assert np.array_equal(results[0], results[1])
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_memory_grows_by_one_world_per_world(device):
+    """The arrays of model, state, control and solver grow exactly linearly with the world count (the
+    per-world footprint the benchmarks report), and a shared array counts once."""
+    footprint = {}
+    for count in (1, 2, 4):
+        scene = softsnake.ModelBuilder()
+        scene.replicate(world_builder(0), count, spacing=(0.0, 2.0, 0.0))
+        model = scene.finalize(device)
+        solver = softsnake.Solver(model)
+        state, control = model.state(), model.control()
+        footprint[count] = array_bytes(model, state, control, solver)
+    per_world = footprint[2] - footprint[1]
+    assert per_world > 0
+    # Per-world arrays grow by one world each; the few fixed-size ones (gravity, starts) stay.
+    # 64 B of slack: world-start arrays hold world_count + 1 ints.
+    assert abs(footprint[4] - footprint[2] - 2 * per_world) <= 64
+    assert array_bytes(state, state) == array_bytes(state)

@@ -26,6 +26,7 @@ from tqdm import tqdm
 
 from softsnake.builder import ModelBuilder
 from softsnake.cli import UsageError
+from softsnake.memory import array_bytes
 from softsnake.solver import Solver
 
 from .cmd_curvature import check_device
@@ -51,6 +52,8 @@ GPU_EXTRA_SNAKES = (32, 64, 128, 256, 512, 1024)
 
 CSV_NAME = "bench.csv"
 PNG_NAME = "bench.png"
+MB = 1024.0 * 1024.0
+"""Bytes in a megabyte (MiB) [B]."""
 LINK_CASE = 0.25
 """Snake count that stands for the single-link case (a quarter of a snake)."""
 
@@ -87,7 +90,8 @@ def _case_model(snakes, config, resolution, device):
 
 
 def time_case(snakes, *, config, resolution, device, frames, warmup, dt=DT_DEFAULT):
-    """Median times of one case [s]: dict with assembly, solve, total, rows, worlds."""
+    """Median times of one case [s]: dict with assembly, solve, total, rows, worlds, and memory, the bytes of
+    the case's Warp arrays [B] (see ``softsnake.memory``)."""
     model, handle, count = _case_model(snakes, config, resolution, device)
     solver = Solver(model, substeps=2, newton_iterations=4, linear_iterations=20, check_finite=False)
     state, control = model.state(), model.control()
@@ -109,7 +113,8 @@ def time_case(snakes, *, config, resolution, device, frames, warmup, dt=DT_DEFAU
         totals.append(time.perf_counter() - start)
         solves.append(solve_timer.seconds)
     total, solve = float(np.median(totals)), float(np.median(solves))
-    return {"assembly": total - solve, "solve": solve, "total": total, "rows": model.row_count, "worlds": count}
+    return {"assembly": total - solve, "solve": solve, "total": total, "rows": model.row_count, "worlds": count,
+            "memory": array_bytes(model, state, control, solver)}
 
 
 def device_name(device):
@@ -126,12 +131,14 @@ def write_bench_csv(path, results):
     with open(partial, "w", newline="") as stream:
         writer = csv.writer(stream)
         writer.writerow(["snakes", "worlds", "rows", "assembly_ms", "solve_ms", "total_ms", "per_snake_ms",
-                         "paper_assembly_ms", "paper_solve_ms", "paper_total_ms"])
+                         "memory_mb", "memory_per_snake_mb", "paper_assembly_ms", "paper_solve_ms", "paper_total_ms"])
         for snakes, r in results.items():
             paper = PAPER_TABLE_2.get(snakes, (math.nan,) * 3)
             per_snake = 1e3 * r["total"] / snakes if snakes >= 1 else math.nan
+            memory_per_snake = r["memory"] / MB / snakes if snakes >= 1 else math.nan
             writer.writerow([snakes, r["worlds"], r["rows"], f"{1e3 * r['assembly']:.3f}", f"{1e3 * r['solve']:.3f}",
-                             f"{1e3 * r['total']:.3f}", f"{per_snake:.3f}", *paper])
+                             f"{1e3 * r['total']:.3f}", f"{per_snake:.3f}", f"{r['memory'] / MB:.3f}",
+                             f"{memory_per_snake:.3f}", *paper])
     os.replace(partial, path)
 
 
@@ -215,7 +222,7 @@ def run(args):
     out.mkdir(parents=True, exist_ok=True)
     write_bench_csv(out / CSV_NAME, results)
     plot_bench(out / PNG_NAME, results, title=f"Time per frame, {args.resolution} mesh, {name}")
-    print("snakes    rows  assembly [ms]  solve [ms]  total [ms]  per snake [ms]  | paper total [ms]  per snake")
+    print("snakes    rows  assembly [ms]  solve [ms]  total [ms]  per snake [ms]  memory [MB]  | paper total [ms]  per snake")
     for snakes, r in results.items():
         label = "1 link" if snakes == LINK_CASE else f"{snakes:6d}"
         per_snake = f"{1e3 * r['total'] / snakes:14.2f}" if snakes >= 1 else " " * 14
@@ -223,7 +230,7 @@ def run(args):
         paper_text = (f"{paper[2]:16.2f}  {paper[2] / snakes:9.2f}" if paper and snakes >= 1
                       else f"{paper[2]:16.2f}" if paper else "")
         print(f"{label:>6s} {r['rows']:7d}  {1e3 * r['assembly']:13.2f}  {1e3 * r['solve']:10.2f}  "
-              f"{1e3 * r['total']:10.2f}  {per_snake}  | {paper_text}")
+              f"{1e3 * r['total']:10.2f}  {per_snake}  {r['memory'] / MB:11.2f}  | {paper_text}")
     print(f"paper, one snake on a CPU (i7 5820k): {PAPER_CPU_FRAME_S:g} s per frame")
     print(f"wrote {out / CSV_NAME} and {out / PNG_NAME}")
     return 0
