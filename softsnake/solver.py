@@ -115,6 +115,10 @@ class Solver:
                  "inv_diagonal", "dlam", "z", "p", "Az", "Ap")
         for name in names:
             setattr(self, name, zeros(rows_n))
+        # Per-world solve scratch: live rows (flags and list) and where each column of J^T ends.
+        self.row_live = zeros(rows_n, int)
+        self.live_rows = zeros(rows_n, int)
+        self.JT_live_ends = zeros(dofs, int)
         self.partial = zeros(m.chunk_count)
         self.zAz = zeros(m.world_count)
         self.zAz_start = zeros(m.world_count)
@@ -328,7 +332,7 @@ class Solver:
     def _inverse_mass_transpose_command(self, x):
         m = self.model
         return self._record(integration.apply_inverse_mass_transpose, self.entity_count, [
-            m.JT_offsets, m.JT_columns, self.JT_values, x, m.particle_inv_mass, m.body_inv_mass, self.body_inv_inertia_world,
+            m.JT_offsets, m.JT_offsets[1:], m.JT_columns, self.JT_values, x, m.particle_inv_mass, m.body_inv_mass, self.body_inv_inertia_world,
             m.particle_count], outputs=[self.u])
 
     def _multiply_commands(self, x, y):
@@ -355,7 +359,8 @@ class Solver:
                 m.row_world_start_device, m.particle_world_start_device, m.body_world_start_device, m.particle_count,
                 self.linear_iterations, m.solve_offsets, m.solve_columns, self.J_solve_values, m.JT_offsets, m.JT_columns,
                 self.JT_values, m.particle_inv_mass, m.body_inv_mass, self.body_inv_inertia_world, self.compliance_eff,
-                self.coupling_eff, m.row_block_start, self.rhs, self.inv_diagonal],
+                self.coupling_eff, m.row_block_start, self.rhs, self.inv_diagonal, self.row_live, self.live_rows,
+                self.JT_live_ends],
                 outputs=[self.u, self.z, self.p, self.Az, self.Ap, self.dlam])]
         n, W = m.row_count, m.world_count
         commands = [self._record(linear_solver.cr_start, n, [self.rhs, self.inv_diagonal], outputs=[self.dlam, self.z, self.p])]
