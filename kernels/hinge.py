@@ -1,4 +1,4 @@
-"""Hinge joint rows between body a (or the static world, a = -1) and body b: five rows.
+"""Hinge joint rows between body a (or the static world, a = -1) and body b: five rows (planar: two).
 
 Rows 0-2 make the two anchors coincide: c = (x_a + R_a r_a) - (x_b + R_b r_b).
 Rows 3-4 align the axes: c = (R_a axis_a) . (R_b e_k) for the two unit vectors e_1, e_2 that are

@@ -1,4 +1,4 @@
-"""Prismatic joint rows between body a (or the static world, a = -1) and body b: six rows.
+"""Prismatic joint rows between body a (or the static world, a = -1) and body b: six rows (planar: three).
 
 The joint lets b slide relative to a along an axis fixed in a's frame and nothing else.
 
