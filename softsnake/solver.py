@@ -11,8 +11,8 @@ after it.
 
 The launches of a substep are recorded once (``wp.launch(record_cmd=True)``) and replayed every
 substep: a launch from Python costs tens of microseconds on the CPU, a replay a few, which is most
-of a small model's step. They are recorded again when the substep length or the arrays of the
-state or control passed to ``step`` change.
+of a small model's step. They are recorded again when the substep length, the arrays of the
+state or control passed to ``step``, or one of the solver's settings change.
 """
 
 import functools
@@ -167,7 +167,11 @@ class Solver:
         """The recorded launches of a substep of length h [s] on these state and control arrays."""
         arrays = (state.particle_q, state.particle_qd, state.particle_f, state.body_q, state.body_qd, state.body_f,
                   control.pressure, control.joint_target, control.prismatic_rate)
-        key = (h, *(id(a) for a in arrays))
+        # The public settings that launches take as arguments: changing one between steps re-records.
+        settings = (self.linear_iterations, self.contact_margin, self.stick_acceleration, self.fb_epsilon,
+                    self.contact_regularization, self.friction_slip_length, self.slide_compliance_ratio,
+                    self.min_stiffness_ratio)
+        key = (h, settings, *(id(a) for a in arrays))
         if key != self._recording_key:
             m = self.model
             self._recording = {

@@ -86,6 +86,34 @@ def test_free_fall_with_changing_steps_and_states(device):
     assert abs(states[0].particle_q.numpy()[0, 2] - x) < 1e-5
 
 
+def test_solver_settings_changed_between_steps_take_effect():
+    """A setting changed between steps re-records the launches: a double pendulum (two distance rows,
+    a 2x2 system that one conjugate-residual iteration does not solve) stepped with 20 linear
+    iterations, then with 1, ends bit for bit where a solver built with 1 iteration takes the same
+    state (and differs from a second step with 20)."""
+    b = softsnake.ModelBuilder()
+    pivot = b.add_particle((0.0, 0.0, 1.0), kinematic=True)
+    first = b.add_particle((0.3, 0.0, 1.0), mass=0.2)
+    second = b.add_particle((0.6, 0.0, 0.9), mass=0.1)
+    b.add_distance(pivot, first)
+    b.add_distance(first, second)
+    model = b.finalize("cpu")
+    control = model.control()
+    changed = softsnake.Solver(model, substeps=1, warm_start=False)
+    state = model.state()
+    changed.step(state, state, control, 0.02)
+    start = model.state()
+    start.assign(state)
+    unchanged = model.state()
+    softsnake.Solver(model, substeps=1, warm_start=False).step(start, unchanged, control, 0.02)
+    changed.linear_iterations = 1
+    changed.step(state, state, control, 0.02)
+    fresh = softsnake.Solver(model, substeps=1, warm_start=False, linear_iterations=1)
+    fresh.step(start, start, control, 0.02)
+    assert np.array_equal(state.particle_q.numpy(), start.particle_q.numpy())
+    assert not np.array_equal(state.particle_q.numpy(), unchanged.particle_q.numpy())
+
+
 def zero_crossing_period(t, signal):
     s = signal - signal.mean()
     idx = np.flatnonzero((s[:-1] < 0) & (s[1:] >= 0))
