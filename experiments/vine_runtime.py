@@ -9,10 +9,14 @@ vine starts 0.2 m long along +x, grows at 0.1 m/s, and meets a circle of radius 
 
 Seed 003 Fig. 5: batches of 1..1024 vines with random launch angles (uniform within +-0.3 rad of
 the scene's heading, fixed seed) in the cluttered scene of jitosho_cluttered_1, for 10, 20 and
-40 links (seed 003's maximum virtual links), time per step and per vine and step. Seed 003 runs
-100 steps; to bound this script's time the largest batches run fewer (column ``steps``), which
-does not change a per-step time that is steady after the first step (the first step, with
-kernel loading, is never timed).
+40 links (seed 003's maximum virtual links) and 15 links (the 30-body vine above), time per step
+and per vine and step. Seed 003 runs 100 steps; to bound this script's time the largest batches
+run fewer (column ``steps``), which does not change a per-step time that is steady after the
+first step (the first step, with kernel loading, is never timed).
+
+The machine may be shared, so every time is the median of ``REPEATS`` measurements: whole
+400-step rollouts for one vine, consecutive blocks of ``steps`` steps for a batch. The plot marks
+the runtime targets (``TARGET_MS_30_BODIES``, ``TARGET_MS_PER_VINE_STEP``).
 
 Prints the device; writes vine_runtime_single.csv, vine_runtime_batch.csv and vine_runtime.png
 into --out (default experiments/results).
@@ -22,6 +26,7 @@ Usage: python experiments/vine_runtime.py [--out DIR] [--device cpu|cuda] [--qui
 
 import argparse
 import csv
+import os
 import sys
 import time
 from dataclasses import replace
@@ -43,6 +48,15 @@ RESULTS = Path(__file__).resolve().parent / "results"
 SEED_000_MS_30_BODIES = 3.0
 """Seed 000's average runtime per 10 ms step for 30 bodies [ms]."""
 
+TARGET_MS_30_BODIES = 1.0
+"""Runtime target of one 30-body vine on one CPU core [ms per 10 ms step]."""
+
+TARGET_MS_PER_VINE_STEP = 0.1
+"""Runtime target of a batch of 1024 vines on the CPU [ms per vine and step]."""
+
+REPEATS = 3
+"""Measurements per time; the median is reported."""
+
 SINGLE_BODY_COUNTS = (20, 30, 40, 50, 60, 70, 80, 90, 100)
 SINGLE_STEPS, SINGLE_DT = 400, 0.01
 RUNTIME_VINE = VineParams(heading=0.0, length=0.2, tube_radius=0.012, body_mass=0.001, body_inertia=2e-4, stiffness=0.5,
@@ -50,20 +64,24 @@ RUNTIME_VINE = VineParams(heading=0.0, length=0.2, tube_radius=0.012, body_mass=
 RUNTIME_OBSTACLE = ObstacleCircle(center=(0.35, 0.04), radius=0.05)
 
 BATCH_SIZES = (1, 4, 16, 64, 256, 1024)
-BATCH_LINKS = (10, 20, 40)
+BATCH_LINKS = (10, 15, 20, 40)
 HEADING_SPREAD = 0.3
 """Launch angles are uniform within this many rad of the scene's heading."""
 
 
 def timed_steps(batch, steps, dt):
-    """Seconds per step over ``steps`` steps, after one untimed step (kernel loading)."""
+    """Median over REPEATS consecutive blocks of ``steps`` steps of the seconds per step, after one
+    untimed step (kernel loading)."""
     batch.step(dt)
     wp.synchronize_device(batch.model.device)
-    start = time.perf_counter()
-    for _ in range(steps):
-        batch.step(dt)
-    wp.synchronize_device(batch.model.device)
-    return (time.perf_counter() - start) / steps
+    seconds = []
+    for _ in range(REPEATS):
+        start = time.perf_counter()
+        for _ in range(steps):
+            batch.step(dt)
+        wp.synchronize_device(batch.model.device)
+        seconds.append((time.perf_counter() - start) / steps)
+    return float(np.median(seconds))
 
 
 def single_vine(device, body_counts):
@@ -71,8 +89,17 @@ def single_vine(device, body_counts):
     for bodies in body_counts:
         links = bodies // 2
         vine = replace(RUNTIME_VINE, link_count=links, body_half_length=RUNTIME_VINE.length / (2 * bodies))
-        batch = VineBatch([VineSpec(vine, (RUNTIME_OBSTACLE,))], device=device)
-        seconds = timed_steps(batch, SINGLE_STEPS - 1, SINGLE_DT)
+        seconds = []
+        for _ in range(REPEATS):
+            batch = VineBatch([VineSpec(vine, (RUNTIME_OBSTACLE,))], device=device)
+            batch.step(SINGLE_DT)
+            wp.synchronize_device(batch.model.device)
+            start = time.perf_counter()
+            for _ in range(SINGLE_STEPS - 1):
+                batch.step(SINGLE_DT)
+            wp.synchronize_device(batch.model.device)
+            seconds.append((time.perf_counter() - start) / (SINGLE_STEPS - 1))
+        seconds = float(np.median(seconds))
         tip = batch.poses()[0, -1, :2]
         rows.append({"bodies": bodies, "steps": SINGLE_STEPS, "ms_per_step": 1e3 * seconds,
                      "realtime_factor": SINGLE_DT / seconds, "final_tip_x_m": float(tip[0]), "final_tip_y_m": float(tip[1])})
@@ -107,11 +134,14 @@ def batched(device, sizes, link_counts):
 
 
 def write_csv(path, rows):
-    with open(path, "w", newline="") as stream:
+    """Write rows to a temporary name first, so that an interrupted run never leaves a half-written file."""
+    partial = path.with_name(path.name + ".partial")
+    with open(partial, "w", newline="") as stream:
         writer = csv.DictWriter(stream, fieldnames=list(rows[0]))
         writer.writeheader()
         for row in rows:
             writer.writerow({key: f"{value:.6g}" if isinstance(value, float) else value for key, value in row.items()})
+    os.replace(partial, path)
 
 
 def plot(single, batch, device_name, path):
@@ -119,6 +149,7 @@ def plot(single, batch, device_name, path):
     single_axes.plot([r["bodies"] for r in single], [r["ms_per_step"] for r in single], "o-", label="softsnake")
     single_axes.plot([30], [SEED_000_MS_30_BODIES], "r*", markersize=12, label="seed 000, 30 bodies")
     single_axes.axhline(1e3 * SINGLE_DT, color="0.5", linestyle=":", label="real time (10 ms steps)")
+    single_axes.plot([30], [TARGET_MS_30_BODIES], "gv", markersize=9, label="target, 30 bodies")
     single_axes.set_xlabel("bodies")
     single_axes.set_ylabel("ms per step")
     single_axes.set_title(f"one vine, 400 steps ({device_name})", fontsize=9)
@@ -130,15 +161,19 @@ def plot(single, batch, device_name, path):
     batch_axes.set_xlabel("batch size (vines)")
     batch_axes.set_ylabel("ms per step")
     batch_axes.set_title("batch of vines, cluttered scene", fontsize=9)
+    vine_axes.axhline(TARGET_MS_PER_VINE_STEP, color="g", linestyle="--", label="target, 1024 vines")
     vine_axes.set_xlabel("batch size (vines)")
     vine_axes.set_ylabel("ms per vine and step")
     vine_axes.set_title("time per vine (parallel efficiency)", fontsize=9)
     for axes in (single_axes, batch_axes, vine_axes):
         axes.grid(alpha=0.3, which="both")
     batch_axes.legend(fontsize=7)
+    vine_axes.legend(fontsize=7)
     figure.tight_layout()
-    figure.savefig(path, dpi=90)
+    partial = path.with_name(path.stem + ".partial" + path.suffix)
+    figure.savefig(partial, dpi=90)
     plt.close(figure)
+    os.replace(partial, path)
 
 
 def main(argv=None):

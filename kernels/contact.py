@@ -19,6 +19,10 @@ the contact switches to sliding and its world's step is rejected (check_friction
 sliding contact's rows then hold lambda_f on the cone along the direction of the stick force
 that left it, inside the linear solve. It keeps sliding while it slips by more than friction
 could stop in one substep (mu g h^2), checked at each substep's detection.
+
+In a planar model a contact has its normal row and one friction row, along the first tangent
+(in the plane for the in-plane normals of obstacles standing on the plane): friction out of the
+plane would hold motion that the integrator removes anyway.
 """
 
 import warp as wp
@@ -237,6 +241,7 @@ def eval_contact_rows(
     regularization: float,
     slip_length: float,
     slide_compliance_ratio: float,
+    planar: int,
     J_offsets: wp.array(dtype=int),
     J_values: wp.array(dtype=float),
     row_c: wp.array(dtype=float),
@@ -246,8 +251,11 @@ def eval_contact_rows(
     s = wp.tid()
     e = slot_entity[s]
     row = slot_row[s]
+    friction_rows = 2
+    if planar != 0:
+        friction_rows = 1
     if contact_active[s] == 0:
-        for k in range(3):
+        for k in range(1 + friction_rows):
             zero_contact_jacobian(J_values, J_offsets[row + k], e, particle_count)
             write_neutral_row(row + k, row_c, row_compliance, row_damping)
         return
@@ -285,7 +293,7 @@ def eval_contact_rows(
     # solve sees the true friction.
     u = basis * (p - contact_start[s])
     limit = slot_mu[s] * wp.max(lam_n, 0.0)
-    for k in range(2):
+    for k in range(friction_rows):
         fr = row + 1 + k
         t = wp.vec3(basis[k, 0], basis[k, 1], basis[k, 2])
         w_t = write_contact_jacobian(
@@ -314,6 +322,7 @@ def check_friction_cone(
     slot_mu: wp.array(dtype=float),
     slot_row: wp.array(dtype=int),
     row_world: wp.array(dtype=int),
+    planar: int,
     contact_active: wp.array(dtype=int),
     lam: wp.array(dtype=float),
     dlam: wp.array(dtype=float),
@@ -335,7 +344,9 @@ def check_friction_cone(
         return
     row = slot_row[s]
     limit = slot_mu[s] * wp.max(lam[row] + dlam[row], 0.0)
-    f = wp.vec2(lam[row + 1] + dlam[row + 1], lam[row + 2] + dlam[row + 2])
+    f = wp.vec2(lam[row + 1] + dlam[row + 1], 0.0)
+    if planar == 0:
+        f[1] = lam[row + 2] + dlam[row + 2]
     norm = wp.length(f)
     if limit > 0.0 and norm > limit * (1.0 + 1.0e-6):
         contact_sliding[s] = 1

@@ -1,9 +1,11 @@
-"""Hinge joint rows between body a (or the static world, a = -1) and body b: five rows.
+"""Hinge joint rows between body a (or the static world, a = -1) and body b: five rows (planar: two).
 
 Rows 0-2 make the two anchors coincide: c = (x_a + R_a r_a) - (x_b + R_b r_b).
 Rows 3-4 align the axes: c = (R_a axis_a) . (R_b e_k) for the two unit vectors e_1, e_2 that are
 perpendicular to b's hinge axis; d(a . e) = dtheta_a . (a x e) + dtheta_b . (e x a).
 With a = -1 the anchor and axis of a are given in world coordinates and the rows touch only b.
+In a planar model (hinge axis = plane normal z) only rows 0-1 exist: the others hold motion out
+of the plane, which the integrator removes.
 """
 
 import warp as wp
@@ -30,6 +32,7 @@ def eval_hinge_rows(
     hinge_normal_b2: wp.array(dtype=wp.vec3),
     hinge_compliance: wp.array(dtype=float),
     hinge_row: wp.array(dtype=int),
+    planar: int,
     inv_h2: float,
     J_offsets: wp.array(dtype=int),
     J_values: wp.array(dtype=float),
@@ -51,7 +54,10 @@ def eval_hinge_rows(
     e2 = wp.quat_rotate(qb, hinge_normal_b2[t])
     alpha = hinge_compliance[t] * inv_h2
 
-    for k in range(5):
+    row_count = 5
+    if planar != 0:
+        row_count = 2
+    for k in range(row_count):
         row = hinge_row[t] + k
         nz = J_offsets[row]
         lin = wp.vec3(0.0)

@@ -6,6 +6,9 @@ then y = J u + E x (one thread per row). Every inner product is reduced per worl
 deterministic passes: fixed chunks of rows that never straddle two worlds, then one thread per
 world over its chunks. Chunk boundaries depend only on a row's position inside its world, so a
 world computes bit for bit the same numbers whichever other worlds share the batch.
+
+Loops over index ranges are written as while loops: on the CPU they compile to tighter code
+than ``for k in range(begin, end)``, which matters in the innermost loops.
 """
 
 import warp as wp
@@ -31,8 +34,11 @@ def row_product(
 ):
     """(J u + E x)[i], with u = M^-1 J^T x already computed."""
     s = float(0.0)
-    for k in range(J_offsets[i], J_offsets[i + 1]):
+    k = J_offsets[i]
+    end = J_offsets[i + 1]
+    while k < end:
         s += J_values[k] * u[J_columns[k]]
+        k += 1
     return s + block_coupled(x, i, block_start[i], compliance[i], coupling[i])
 
 
@@ -58,12 +64,15 @@ def chunk_dot(a: wp.array(dtype=float), b: wp.array(dtype=float), weight: wp.arr
               begin: int, end: int):
     """Sum over rows begin..end of a * b (* weight), in row order."""
     s = float(0.0)
+    i = begin
     if use_weight != 0:
-        for i in range(begin, end):
+        while i < end:
             s += a[i] * b[i] * weight[i]
+            i += 1
     else:
-        for i in range(begin, end):
+        while i < end:
             s += a[i] * b[i]
+            i += 1
     return s
 
 
@@ -186,52 +195,76 @@ def cr_update_direction(
 
 
 @wp.func
-def world_dot(a: wp.array(dtype=float), b: wp.array(dtype=float), weight: wp.array(dtype=float), use_weight: int,
-              row_begin: int, row_end: int):
-    """One world's inner product, summed in the batched solver's order (chunk by chunk)."""
-    total = float(0.0)
-    c = row_begin
-    while c < row_end:
-        end = wp.min(c + REDUCTION_CHUNK, row_end)
-        total += chunk_dot(a, b, weight, use_weight, c, end)
-        c = end
-    return total
+def row_is_live(
+    i: int,
+    J_offsets: wp.array(dtype=int),
+    J_values: wp.array(dtype=float),
+    rhs: wp.array(dtype=float),
+    coupling: wp.array(dtype=float),
+):
+    """Whether row i takes part in its world's solve.
+
+    A row without Jacobian entries, block coupling or right-hand side (an inactive contact slot,
+    an undriven joint's drive) keeps z = p = dlambda = 0 through every iteration and adds exact
+    zeros to every product and inner product: leaving it out changes no bit of the result.
+    """
+    live = rhs[i] != 0.0 or coupling[i] != 0.0
+    k = J_offsets[i]
+    end = J_offsets[i + 1]
+    while k < end and not live:
+        live = J_values[k] != 0.0
+        k += 1
+    return live
 
 
 @wp.func
-def world_multiply(
-    row_begin: int,
-    row_end: int,
+def trim_columns(
+    dof_begin: int,
+    dof_end: int,
+    JT_offsets: wp.array(dtype=int),
+    JT_columns: wp.array(dtype=int),
+    row_live: wp.array(dtype=int),
+    JT_live_ends: wp.array(dtype=int),
+):
+    """JT_live_ends[d]: the end of column d of J^T without its trailing rows that are not live."""
+    d = dof_begin
+    while d < dof_end:
+        begin = JT_offsets[d]
+        end = JT_offsets[d + 1]
+        while end > begin and row_live[JT_columns[end - 1]] == 0:
+            end -= 1
+        JT_live_ends[d] = end
+        d += 1
+
+
+@wp.func
+def world_inverse_mass_transpose(
     particle_begin: int,
     particle_end: int,
     body_begin: int,
     body_end: int,
     particle_count: int,
-    J_offsets: wp.array(dtype=int),
-    J_columns: wp.array(dtype=int),
-    J_values: wp.array(dtype=float),
     JT_offsets: wp.array(dtype=int),
+    JT_ends: wp.array(dtype=int),
     JT_columns: wp.array(dtype=int),
     JT_values: wp.array(dtype=float),
+    x: wp.array(dtype=float),
     particle_inv_mass: wp.array(dtype=float),
     body_inv_mass: wp.array(dtype=float),
     body_inv_inertia_world: wp.array(dtype=wp.mat33),
-    compliance: wp.array(dtype=float),
-    coupling: wp.array(dtype=float),
-    block_start: wp.array(dtype=int),
-    x: wp.array(dtype=float),
     u: wp.array(dtype=float),
-    y: wp.array(dtype=float),
 ):
-    """y = [J M^-1 J^T + E] x over one world's rows, serially (u: scratch over the world's dofs)."""
-    for e in range(particle_begin, particle_end):
-        write_inverse_mass_transpose(e, particle_count, JT_offsets, JT_columns, JT_values, x, particle_inv_mass,
-                                     body_inv_mass, body_inv_inertia_world, u)
-    for b in range(body_begin, body_end):
-        write_inverse_mass_transpose(particle_count + b, particle_count, JT_offsets, JT_columns, JT_values, x,
+    """u = M^-1 J^T x over one world's particles and bodies."""
+    e = particle_begin
+    while e < particle_end:
+        write_inverse_mass_transpose(e, particle_count, JT_offsets, JT_ends, JT_columns, JT_values, x,
                                      particle_inv_mass, body_inv_mass, body_inv_inertia_world, u)
-    for i in range(row_begin, row_end):
-        y[i] = row_product(i, J_offsets, J_columns, J_values, u, x, compliance, coupling, block_start)
+        e += 1
+    b = body_begin
+    while b < body_end:
+        write_inverse_mass_transpose(particle_count + b, particle_count, JT_offsets, JT_ends, JT_columns, JT_values,
+                                     x, particle_inv_mass, body_inv_mass, body_inv_inertia_world, u)
+        b += 1
 
 
 @wp.kernel
@@ -255,6 +288,9 @@ def cr_solve_per_world(
     block_start: wp.array(dtype=int),
     rhs: wp.array(dtype=float),
     inv_diagonal: wp.array(dtype=float),
+    row_live: wp.array(dtype=int),
+    live_rows: wp.array(dtype=int),
+    JT_live_ends: wp.array(dtype=int),
     u: wp.array(dtype=float),
     z: wp.array(dtype=float),
     p: wp.array(dtype=float),
@@ -266,7 +302,10 @@ def cr_solve_per_world(
 
     For many small worlds (vine robots) the batched version is bound by kernel launches; here a
     whole solve is one launch. The arithmetic, summation order included, is the batched solver's,
-    so both give bit-identical iterates.
+    so both give bit-identical iterates. Rows that take no part in the solve (row_is_live) are
+    skipped, also at the end of each column of J^T (inactive contacts: their rows come last in a
+    world), and each inner product is accumulated in the loop that computes its terms, chunk by
+    chunk as the batched reduction sums them.
     """
     w = wp.tid()
     r0 = row_world_start[w]
@@ -275,29 +314,79 @@ def cr_solve_per_world(
     p1 = particle_world_start[w + 1]
     b0 = body_world_start[w]
     b1 = body_world_start[w + 1]
-    for i in range(r0, r1):
+
+    # x0 = 0, z0 = P b, p0 = z0; the world's live rows, in row order, into live_rows[r0:live_end].
+    live_end = r0
+    i = r0
+    while i < r1:
         x[i] = 0.0
-        z[i] = inv_diagonal[i] * rhs[i]
-        p[i] = z[i]
-    world_multiply(r0, r1, p0, p1, b0, b1, particle_count, J_offsets, J_columns, J_values, JT_offsets, JT_columns,
-                   JT_values, particle_inv_mass, body_inv_mass, body_inv_inertia_world, compliance, coupling,
-                   block_start, z, u, Az)
-    for i in range(r0, r1):
-        Ap[i] = Az[i]
-    zAz = world_dot(z, Az, Az, 0, r0, r1)
-    zAz_start = zAz
-    for it in range(iterations):
-        den = world_dot(Ap, Ap, inv_diagonal, 1, r0, r1)
-        alpha = cr_step(zAz, zAz_start, den)
-        for i in range(r0, r1):
-            x[i] = x[i] + alpha * p[i]
-            z[i] = z[i] - alpha * inv_diagonal[i] * Ap[i]
-        world_multiply(r0, r1, p0, p1, b0, b1, particle_count, J_offsets, J_columns, J_values, JT_offsets, JT_columns,
-                       JT_values, particle_inv_mass, body_inv_mass, body_inv_inertia_world, compliance, coupling,
-                       block_start, z, u, Az)
-        zAz_new = world_dot(z, Az, Az, 0, r0, r1)
-        beta = cr_ratio(zAz_new, zAz, zAz_start)
+        zi = inv_diagonal[i] * rhs[i]
+        z[i] = zi
+        p[i] = zi
+        live = row_is_live(i, J_offsets, J_values, rhs, coupling)
+        row_live[i] = int(live)
+        if live:
+            live_rows[live_end] = i
+            live_end += 1
+        i += 1
+    # Each column of J^T ends at its last live row.
+    trim_columns(3 * p0, 3 * p1, JT_offsets, JT_columns, row_live, JT_live_ends)
+    trim_columns(3 * particle_count + 6 * b0, 3 * particle_count + 6 * b1, JT_offsets, JT_columns, row_live, JT_live_ends)
+
+    zAz = float(0.0)
+    den = float(0.0)
+    zAz_start = float(0.0)
+    alpha = float(0.0)
+    it = int(-1)
+    while it < iterations:
+        if it >= 0:
+            alpha = cr_step(zAz, zAz_start, den)
+            j = r0
+            while j < live_end:
+                i = live_rows[j]
+                x[i] = x[i] + alpha * p[i]
+                z[i] = z[i] - alpha * inv_diagonal[i] * Ap[i]
+                j += 1
+        # Az = [J M^-1 J^T + E] z and z . Az.
+        world_inverse_mass_transpose(p0, p1, b0, b1, particle_count, JT_offsets, JT_live_ends, JT_columns, JT_values, z,
+                                     particle_inv_mass, body_inv_mass, body_inv_inertia_world, u)
+        zAz_new = float(0.0)
+        j = r0
+        chunk_begin = r0
+        while chunk_begin < r1:
+            chunk_end = wp.min(chunk_begin + REDUCTION_CHUNK, r1)
+            part = float(0.0)
+            while j < live_end and live_rows[j] < chunk_end:
+                i = live_rows[j]
+                Azi = row_product(i, J_offsets, J_columns, J_values, u, z, compliance, coupling, block_start)
+                Az[i] = Azi
+                part += z[i] * Azi
+                j += 1
+            zAz_new += part
+            chunk_begin = chunk_end
+        # p = z + beta p, A p = A z + beta A p (no extra product; at the start p = z, A p = A z),
+        # and A p . P A p for the next step.
+        beta = float(0.0)
+        if it < 0:
+            zAz_start = zAz_new
+        else:
+            beta = cr_ratio(zAz_new, zAz, zAz_start)
         zAz = zAz_new
-        for i in range(r0, r1):
-            p[i] = z[i] + beta * p[i]
-            Ap[i] = Az[i] + beta * Ap[i]
+        den = float(0.0)
+        j = r0
+        chunk_begin = r0
+        while chunk_begin < r1:
+            chunk_end = wp.min(chunk_begin + REDUCTION_CHUNK, r1)
+            part = float(0.0)
+            while j < live_end and live_rows[j] < chunk_end:
+                i = live_rows[j]
+                Api = Az[i]
+                if it >= 0:
+                    p[i] = z[i] + beta * p[i]
+                    Api += beta * Ap[i]
+                Ap[i] = Api
+                part += Api * Api * inv_diagonal[i]
+                j += 1
+            den += part
+            chunk_begin = chunk_end
+        it += 1

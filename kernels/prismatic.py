@@ -1,4 +1,4 @@
-"""Prismatic joint rows between body a (or the static world, a = -1) and body b: six rows.
+"""Prismatic joint rows between body a (or the static world, a = -1) and body b: six rows (planar: three).
 
 The joint lets b slide relative to a along an axis fixed in a's frame and nothing else.
 
@@ -22,6 +22,10 @@ mobility b [m/(N s)] makes the drive a controller of finite gain, as the growth 
 real vines (seed 000 sec. II-E): the extension rate drops by b F under an axial load F (row
 compliance b / h: the row then reads e - e_n - u h = -b F h, with F = lambda / h^2). An undriven
 joint's row 5 exerts nothing, so b slides freely along the axis.
+
+In a planar model (axis in the plane z = const) the joint has three rows: the rotation row about
+z, the anchor row along the in-plane normal z x axis, and the drive; the others hold motion out of
+the plane, which the integrator removes.
 """
 
 import warp as wp
@@ -70,6 +74,7 @@ def eval_prismatic_rows(
     prismatic_drive_mobility: wp.array(dtype=float),
     prismatic_rate: wp.array(dtype=float),
     prismatic_row: wp.array(dtype=int),
+    planar: int,
     h: float,
     inv_h2: float,
     J_offsets: wp.array(dtype=int),
@@ -87,52 +92,58 @@ def eval_prismatic_rows(
     tf_b = body_q[prismatic_body_b[t]]
     qa = wp.transform_get_rotation(tf_a)
     qb = wp.transform_get_rotation(tf_b)
-    row0 = prismatic_row[t]
+    row = prismatic_row[t]
     alpha = prismatic_compliance[t] * inv_h2
+    # Planar: only the rotation about z (axis 2) and the in-plane normal.
+    first_rotation = int(0)
+    normal_count = int(2)
+    if planar != 0:
+        first_rotation = 2
+        normal_count = 1
 
-    # Rows 0-2: relative rotation.
+    # Relative rotation rows.
     q_err = qb * wp.quat_inverse(qa * prismatic_rest_rotation[t])
     if q_err[3] < 0.0:
         q_err = wp.quat(-q_err[0], -q_err[1], -q_err[2], -q_err[3])
     v = wp.vec3(q_err[0], q_err[1], q_err[2])
     w = q_err[3]
-    for k in range(3):
+    for k in range(first_rotation, 3):
         e = wp.vec3(0.0)
         e[k] = 1.0
-        row = row0 + k
         write_joint_rows(J_values, J_offsets[row], has_a, wp.vec3(0.0), -w * e + wp.cross(v, e), w * e + wp.cross(v, e))
         row_c[row] = 2.0 * v[k]
         row_compliance[row] = alpha
         row_damping[row] = 0.0
+        row += 1
 
-    # Rows 3-4: anchors on the axis; row 5: drive along it.
+    # Anchors on the axis, then the drive along it.
     d = anchor_offset(tf_a, tf_b, prismatic_anchor_a[t], prismatic_anchor_b[t])
     r_b = wp.quat_rotate(qb, prismatic_anchor_b[t])
     r_ab = d + wp.quat_rotate(qa, prismatic_anchor_a[t])
-    for k in range(3):
+    axis_local = prismatic_axis_a[t]
+    for k in range(normal_count):
         local = prismatic_normal_a1[t]
-        if k == 1:
+        if planar != 0:
+            local = wp.cross(wp.vec3(0.0, 0.0, 1.0), axis_local)
+        elif k == 1:
             local = prismatic_normal_a2[t]
-        elif k == 2:
-            local = prismatic_axis_a[t]
         n = wp.quat_rotate(qa, local)
-        row = row0 + 3 + k
-        nz = J_offsets[row]
-        if k < 2:
-            write_joint_rows(J_values, nz, has_a, n, -wp.cross(r_ab, n), wp.cross(r_b, n))
-            row_c[row] = wp.dot(n, d)
-            row_compliance[row] = alpha
-            row_damping[row] = 0.0
-        elif prismatic_driven[t] != 0:
-            tf_a_prev = body_frame(body_q_prev, a)
-            tf_b_prev = body_q_prev[prismatic_body_b[t]]
-            d_prev = anchor_offset(tf_a_prev, tf_b_prev, prismatic_anchor_a[t], prismatic_anchor_b[t])
-            extension_prev = wp.dot(wp.quat_rotate(wp.transform_get_rotation(tf_a_prev), local), d_prev)
-            write_joint_rows(J_values, nz, has_a, n, -wp.cross(r_ab, n), wp.cross(r_b, n))
-            row_c[row] = wp.dot(n, d) - extension_prev - prismatic_rate[t] * h
-            row_compliance[row] = prismatic_drive_mobility[t] / h
-            row_damping[row] = 0.0
-        else:
-            write_joint_rows(J_values, nz, has_a, wp.vec3(0.0), wp.vec3(0.0), wp.vec3(0.0))
-            write_neutral_row(row, row_c, row_compliance, row_damping)
-
+        write_joint_rows(J_values, J_offsets[row], has_a, n, -wp.cross(r_ab, n), wp.cross(r_b, n))
+        row_c[row] = wp.dot(n, d)
+        row_compliance[row] = alpha
+        row_damping[row] = 0.0
+        row += 1
+    nz = J_offsets[row]
+    if prismatic_driven[t] != 0:
+        n = wp.quat_rotate(qa, axis_local)
+        tf_a_prev = body_frame(body_q_prev, a)
+        tf_b_prev = body_q_prev[prismatic_body_b[t]]
+        d_prev = anchor_offset(tf_a_prev, tf_b_prev, prismatic_anchor_a[t], prismatic_anchor_b[t])
+        extension_prev = wp.dot(wp.quat_rotate(wp.transform_get_rotation(tf_a_prev), axis_local), d_prev)
+        write_joint_rows(J_values, nz, has_a, n, -wp.cross(r_ab, n), wp.cross(r_b, n))
+        row_c[row] = wp.dot(n, d) - extension_prev - prismatic_rate[t] * h
+        row_compliance[row] = prismatic_drive_mobility[t] / h
+        row_damping[row] = 0.0
+    else:
+        write_joint_rows(J_values, nz, has_a, wp.vec3(0.0), wp.vec3(0.0), wp.vec3(0.0))
+        write_neutral_row(row, row_c, row_compliance, row_damping)

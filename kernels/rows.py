@@ -96,12 +96,10 @@ def prepare_rows(
 
 
 @wp.kernel
-def scatter_transpose_values(
-    J_values: wp.array(dtype=float), J_to_JT: wp.array(dtype=int), JT_values: wp.array(dtype=float)
-):
-    """Copy J's values into the fixed-topology CSR of J^T (a permutation: no atomics)."""
+def gather_values(J_values: wp.array(dtype=float), source: wp.array(dtype=int), values: wp.array(dtype=float)):
+    """Fill a fixed-topology copy of J's entries (the CSR of J^T, or the solver's J) from J (no atomics)."""
     k = wp.tid()
-    JT_values[J_to_JT[k]] = J_values[k]
+    values[k] = J_values[source[k]]
 
 
 @wp.kernel

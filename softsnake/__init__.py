@@ -20,8 +20,11 @@ import sys as _sys
 # Installed, the Warp kernels are the sub-package softsnake.kernels (pyproject package-dir maps
 # the top-level kernels/ folder there). Imported straight from a source checkout, the package
 # sits beside kernels/: register that folder under the same name so both layouts import alike.
-if _importlib_util.find_spec("softsnake.kernels") is None:
-    _kernels_dir = _os.path.join(_os.path.dirname(_os.path.dirname(__file__)), "kernels")
+# A checkout's own kernels (pyproject.toml beside them) win over an installed, for example
+# editable, copy found elsewhere, so that a second checkout never runs the first one's kernels.
+_root = _os.path.dirname(_os.path.dirname(__file__))
+_kernels_dir = _os.path.join(_root, "kernels")
+if _os.path.isfile(_os.path.join(_root, "pyproject.toml")) or _importlib_util.find_spec("softsnake.kernels") is None:
     _spec = _importlib_util.spec_from_file_location(
         "softsnake.kernels", _os.path.join(_kernels_dir, "__init__.py"), submodule_search_locations=[_kernels_dir]
     )

@@ -134,7 +134,10 @@ class ModelBuilder:
     Args:
         gravity: gravitational acceleration [m/s^2], default (0, 0, -9.81) (z up).
         planar: if True, the model moves in the plane z = const (vine robots: seeds 000, 003, 004);
-            velocities along z and rotations about x and y are removed at every prediction.
+            velocities along z and rotations about x and y are removed at every prediction, joints
+            and contacts get no rows for out-of-plane motion, and bodies must turn about z only
+            (z a principal axis of inertia; hinge and angular spring axes along z, prismatic axes
+            in the plane), which ``finalize`` checks.
     """
 
     def __init__(self, gravity=(0.0, 0.0, -9.81), planar=False):
@@ -522,12 +525,13 @@ class ModelBuilder:
         return self.attachment_count - 1
 
     def add_hinge(self, body_a, body_b, anchor, axis, *, compliance=0.0):
-        """Hinge (revolute) joint between body_a (-1: the static world) and body_b; five rows.
+        """Hinge (revolute) joint between body_a (-1: the static world) and body_b; five rows (planar model: two,
+        and the axis must be the plane normal).
 
         Args:
             anchor: joint point in world coordinates at the current poses [m]
             axis: hinge axis in world coordinates at the current poses
-            compliance: [m/N] for all five rows (0: rigid)
+            compliance: [m/N] for all its rows (0: rigid)
         """
         what = f"hinge {self.hinge_count}"
         body_a = self._check_body(body_a, what, allow_world=True)
@@ -599,7 +603,8 @@ class ModelBuilder:
         return self.spring_count - 1
 
     def add_prismatic(self, body_a, body_b, anchor, axis, *, compliance=0.0, drive=False, rate=0.0, drive_mobility=0.0):
-        """Prismatic (slider) joint between body_a (-1: the static world) and body_b; six rows.
+        """Prismatic (slider) joint between body_a (-1: the static world) and body_b; six rows (planar model:
+        three, and the axis must lie in the plane).
 
         The relative rotation is locked and b's anchor stays on the line through a's anchor along
         ``axis`` (fixed in a's frame); b slides freely along it unless the joint is driven. A driven

@@ -5,6 +5,13 @@ tetrahedron, attachment, hinge, prismatic, angular spring, contact). Each row's 
 per entity it touches (3 columns for a particle, 6 for a body), in the order the kernels write
 them. The sparsity of J and of J^T is fixed here, once: contacts use one slot per (collision
 point, obstacle) pair of a world, active or not.
+
+Planar models (everything moves in the plane z = const) have no rows for out-of-plane motion,
+which the integrator removes anyway: a hinge keeps its two in-plane anchor rows, a prismatic
+joint its rotation row about z, its in-plane normal row and its drive, a contact its normal and
+in-plane friction rows. Their linear solve runs on the in-plane degrees of freedom only (particle
+x, y; body x, y and rotation about z): the solver's copy of J (``solve_*``) leaves out the
+out-of-plane columns, which planar rows leave zero.
 """
 
 import numpy as np
@@ -26,6 +33,16 @@ from .model import Model
 POINT_FIXED = 0
 POINT_CYLINDER_RIM = 1
 
+PLANAR_TOLERANCE = 1e-6
+"""Largest out-of-plane component of a unit joint axis in a planar model [-]."""
+
+
+def rows_per_item(planar):
+    """Rows of one hinge, prismatic joint and contact slot (the kernels write the same layout)."""
+    if planar:
+        return {"hinge": 2, "prismatic": 3, "slot": 2}
+    return {"hinge": 5, "prismatic": 6, "slot": 3}
+
 
 def resolve_device(device):
     try:
@@ -44,6 +61,46 @@ def _check_bodies(builder):
         I = builder.body_inertia[b]
         if not np.allclose(I, I.T, atol=1e-12 * max(1.0, np.abs(I).max())) or np.any(np.linalg.eigvalsh(0.5 * (I + I.T)) <= 0):
             raise ModelError(f"body {b} inertia must be symmetric positive definite, got {I.tolist()}")
+
+
+def _check_planar(builder):
+    """A planar model moves in z = const: its bodies turn about z only and its joints must allow that."""
+    z = np.array([0.0, 0.0, 1.0])
+    for b in range(builder.body_count):
+        q, I = builder.body_q[b][1], builder.body_inertia[b]
+        if np.abs(q[:2]).max() > PLANAR_TOLERANCE:
+            raise ModelError(f"body {b} of a planar model must be rotated about z only, got quaternion {q.tolist()}")
+        if np.abs(I[:2, 2]).max() > PLANAR_TOLERANCE * max(np.abs(I).max(), 1e-30):
+            raise ModelError(f"body {b} of a planar model needs z as a principal axis of inertia, got {I.tolist()}")
+    joints = (("hinge", builder.hinge_body_a, builder.hinge_axis_a, True),
+              ("angular spring", builder.spring_body_a, builder.spring_axis_a, True),
+              ("prismatic", builder.prismatic_body_a, builder.prismatic_axis_a, False))
+    for what, bodies, axes, about_normal in joints:
+        for k, (a, axis_local) in enumerate(zip(bodies, axes)):
+            axis = quat_to_matrix(builder.body_q[a][1]) @ axis_local if a >= 0 else np.asarray(axis_local)
+            along = abs(float(np.dot(axis, z)))
+            if (about_normal and along < 1.0 - PLANAR_TOLERANCE) or (not about_normal and along > PLANAR_TOLERANCE):
+                plane = "be the plane normal (0, 0, 1)" if about_normal else "lie in the plane z = const"
+                raise ModelError(f"{what} {k} of a planar model: its axis must {plane}, got {axis.tolist()}")
+
+
+def _solve_layout(J_offsets, J_columns, keep):
+    """The solver's J (the kept columns of J, as indices into J's values) and its transpose.
+
+    Returns offsets, columns and source of J's kept entries, and offsets, columns and source of
+    J^T: a gather of J's values fills both (no atomics). Inside a column of J^T, entries follow
+    the row order.
+    """
+    row_count, dof_count = len(J_offsets) - 1, len(keep)
+    nnz_rows = np.repeat(np.arange(row_count), np.diff(J_offsets))
+    source = np.flatnonzero(keep[J_columns])
+    offsets = np.zeros(row_count + 1, dtype=np.int64)
+    offsets[1:] = np.cumsum(np.bincount(nnz_rows[source], minlength=row_count))
+    columns = J_columns[source]
+    order = np.lexsort((nnz_rows[source], columns))
+    transpose_offsets = np.zeros(dof_count + 1, dtype=np.int64)
+    transpose_offsets[1:] = np.cumsum(np.bincount(columns, minlength=dof_count))
+    return offsets, columns, source, transpose_offsets, nnz_rows[source][order], source[order]
 
 
 def _collision_points(builder):
@@ -120,6 +177,9 @@ def _group_by_world(worlds, world_count):
 def finalize_model(builder, device):
     dev = resolve_device(device)
     _check_bodies(builder)
+    if builder.planar:
+        _check_planar(builder)
+    per_item = rows_per_item(builder.planar)
     P, B = builder.particle_count, builder.body_count
     world_count = max(builder.world_count, 1)
 
@@ -161,32 +221,32 @@ def finalize_model(builder, device):
             a, b = builder.hinge_body_a[k], builder.hinge_body_b[k]
             ents = ([P + a] if a >= 0 else []) + [P + b]
             row_of["hinge"][k] = len(layout.row_world)
-            for _ in range(5):
+            for _ in range(per_item["hinge"]):
                 layout.add(ents, w)
         for k in by_world["prismatic"][w]:
             a, b = builder.prismatic_body_a[k], builder.prismatic_body_b[k]
             ents = ([P + a] if a >= 0 else []) + [P + b]
             row_of["prismatic"][k] = len(layout.row_world)
-            for _ in range(6):
+            for _ in range(per_item["prismatic"]):
                 layout.add(ents, w)
         for k in by_world["spring"][w]:
             a, b = builder.spring_body_a[k], builder.spring_body_b[k]
             row_of["spring"][k] = layout.add(([P + a] if a >= 0 else []) + [P + b], w)
         for k in by_world["slot"][w]:
             row_of["slot"][k] = len(layout.row_world)
-            for _ in range(3):
+            for _ in range(per_item["slot"]):
                 layout.add([slots[k][0][0]], w)
     world_row_start[world_count] = len(layout.row_world)
     row_count = len(layout.row_world)
 
     J_offsets, J_columns = layout.csr()
     dof_count = 3 * P + 6 * B
-    order = np.lexsort((np.repeat(np.arange(row_count), np.diff(J_offsets)), J_columns))
-    JT_columns = np.repeat(np.arange(row_count), np.diff(J_offsets))[order]
-    JT_offsets = np.zeros(dof_count + 1, dtype=np.int64)
-    JT_offsets[1:] = np.cumsum(np.bincount(J_columns, minlength=dof_count))
-    J_to_JT = np.empty(len(J_columns), dtype=np.int64)
-    J_to_JT[order] = np.arange(len(J_columns))
+    keep = np.ones(dof_count, dtype=bool)
+    if builder.planar:
+        keep[2:3 * P:3] = False
+        for k in (2, 3, 4):
+            keep[3 * P + k::6] = False
+    solve_offsets, solve_columns, solve_source, JT_offsets, JT_columns, JT_source = _solve_layout(J_offsets, J_columns, keep)
 
     # Reduction chunks: fixed-size pieces of each world's rows.
     chunk_start, chunk_end, world_chunk_start = [], [], [0]
@@ -208,6 +268,8 @@ def finalize_model(builder, device):
     m.gravity_numpy = np.asarray(builder.gravity, dtype=np.float64)
     m.planar_axis = 2 if builder.planar else -1
     m.nnz = len(J_columns)
+    m.solve_nnz = len(solve_columns)
+    m.solve_compact = m.solve_nnz < m.nnz
 
     def arr(values, dtype, shape_if_empty=0):
         a = np.asarray(values)
@@ -337,9 +399,12 @@ def finalize_model(builder, device):
     m.row_block_start = arr(layout.row_block_start, int)
     m.J_offsets = arr(J_offsets, int, 1)
     m.J_columns = arr(J_columns, int)
+    m.solve_offsets = arr(solve_offsets, int, 1)
+    m.solve_columns = arr(solve_columns, int)
+    m.solve_source = arr(solve_source, int)
     m.JT_offsets = arr(JT_offsets, int, 1)
     m.JT_columns = arr(JT_columns, int)
-    m.J_to_JT = arr(J_to_JT, int)
+    m.JT_source = arr(JT_source, int)
     m.chunk_start = arr(chunk_start, int)
     m.chunk_end = arr(chunk_end, int)
     m.chunk_count = len(chunk_start)

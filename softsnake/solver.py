@@ -8,8 +8,14 @@ iterations (kernels/linear_solver.py) and moves the particles and bodies
 (kernels/integration.py). Nothing inside a step reads back to the host, so on a GPU a whole
 step can be captured in a CUDA graph; the optional finite-state check runs once per step,
 after it.
+
+The launches of a substep are recorded once (``wp.launch(record_cmd=True)``) and replayed every
+substep: a launch from Python costs tens of microseconds on the CPU, a replay a few, which is most
+of a small model's step. They are recorded again when the substep length, the arrays of the
+state or control passed to ``step``, or one of the solver's settings change.
 """
 
+import functools
 import math
 
 import numpy as np
@@ -102,11 +108,17 @@ class Solver:
         self.displacement = zeros(dofs)
         self.u = zeros(dofs)
         self.J_values = zeros(m.nnz)
-        self.JT_values = zeros(m.nnz)
+        # The solver's J: J itself, or (planar models) its in-plane columns only.
+        self.J_solve_values = zeros(m.solve_nnz) if m.solve_compact else self.J_values
+        self.JT_values = zeros(m.solve_nnz)
         names = ("row_c", "row_compliance", "row_coupling", "row_damping", "lam", "rhs", "compliance_eff", "coupling_eff",
                  "inv_diagonal", "dlam", "z", "p", "Az", "Ap")
         for name in names:
             setattr(self, name, zeros(rows_n))
+        # Per-world solve scratch: live rows (flags and list) and where each column of J^T ends.
+        self.row_live = zeros(rows_n, int)
+        self.live_rows = zeros(rows_n, int)
+        self.JT_live_ends = zeros(dofs, int)
         self.partial = zeros(m.chunk_count)
         self.zAz = zeros(m.world_count)
         self.zAz_start = zeros(m.world_count)
@@ -121,6 +133,9 @@ class Solver:
         for name in ("contact_anchor", "contact_normal", "contact_surface", "contact_start"):
             setattr(self, name, zeros(m.contact_slot_count, wp.vec3))
         self.world_flag = wp.zeros(m.world_count, dtype=int, device=dev)
+        self._planar = 1 if m.planar_axis >= 0 else 0
+        self._recording_key = None
+        self._recording = None
 
     # ------------------------------------------------------------------ public
     def step(self, state_in, state_out, control, dt):
@@ -136,194 +151,254 @@ class Solver:
             wp.copy(state_out.particle_f, state_in.particle_f)
             wp.copy(state_out.body_f, state_in.body_f)
         h = dt / self.substeps
+        recording = self._recorded(state_out, control, h)
         for _ in range(self.substeps):
-            self._substep(state_out, control, h)
+            self._substep(recording, h)
         self.step_count += 1
         if self.check_finite:
-            self._raise_if_nonfinite(state_out)
+            self._raise_if_nonfinite(recording)
+
+    # ------------------------------------------------------------------ recording
+    def _record(self, kernel, dim, inputs, outputs=()):
+        """A replayable launch of ``kernel`` (called without arguments)."""
+        return wp.launch(kernel, dim, inputs=inputs, outputs=outputs, device=self.model.device, record_cmd=True).launch
+
+    def _recorded(self, state, control, h):
+        """The recorded launches of a substep of length h [s] on these state and control arrays."""
+        arrays = (state.particle_q, state.particle_qd, state.particle_f, state.body_q, state.body_qd, state.body_f,
+                  control.pressure, control.joint_target, control.prismatic_rate)
+        # The public settings that launches take as arguments: changing one between steps re-records.
+        settings = (self.linear_iterations, self.contact_margin, self.stick_acceleration, self.fb_epsilon,
+                    self.contact_regularization, self.friction_slip_length, self.slide_compliance_ratio,
+                    self.min_stiffness_ratio)
+        key = (h, settings, *(id(a) for a in arrays))
+        if key != self._recording_key:
+            m = self.model
+            self._recording = {
+                "predict": self._predict_commands(state, h),
+                "warm_start": (self._jacobian_commands(state, control, h) + self._move_commands(state, self.lam))
+                if m.row_count else [],
+                "newton": self._newton_commands(state, control, h) if m.row_count else [],
+                "finish": self._finish_commands(state, 1.0 / h),
+                "check": self._check_commands(state),
+                "arrays": arrays,  # keeps the keyed arrays alive, so that their ids stay theirs
+            }
+            self._recording_key = key
+        return self._recording
+
+    @staticmethod
+    def _run(commands):
+        for command in commands:
+            command()
 
     # ------------------------------------------------------------------ substep
-    def _substep(self, state, control, h):
-        m, dev = self.model, self.model.device
-        if m.particle_count:
-            wp.launch(integration.predict_particles, m.particle_count, device=dev, inputs=[
-                state.particle_q, state.particle_qd, state.particle_f, m.particle_inv_mass, m.gravity, m.planar_axis, h,
-                self.particle_q_prev, self.particle_q_pred])
-        if m.body_count:
-            wp.launch(integration.predict_bodies, m.body_count, device=dev, inputs=[
-                state.body_q, state.body_qd, state.body_f, m.body_inv_mass, m.body_inertia, m.body_inv_inertia, m.gravity,
-                m.planar_axis, h, self.body_q_prev, self.body_q_pred])
-        if m.contact_slot_count:
-            wp.launch(contact.detect_contacts, m.contact_slot_count, device=dev, inputs=[
-                state.particle_q, self.particle_q_prev, state.body_q, self.body_q_prev, m.particle_count,
-                m.slot_entity, m.slot_kind, m.slot_local, m.slot_axis, m.slot_rim_radius, m.slot_radius, m.slot_obstacle,
-                m.obstacle_kind, m.obstacle_transform, m.obstacle_size, self.contact_margin, m.slot_mu,
-                self.stick_acceleration, h],
-                outputs=[self.contact_active, self.contact_sliding, self.contact_slide_direction, self.contact_anchor, self.contact_normal,
-                         self.contact_surface, self.contact_start])
+    def _substep(self, recording, h):
+        m = self.model
+        self._run(recording["predict"])
         if m.row_count:
             if self.warm_start and self._previous_h is not None:
-                self._start_from_previous_multipliers(state, control, h)
+                self._start_from_previous_multipliers(recording, h)
             else:
                 self.lam.zero_()
             self._previous_h = h
             for _ in range(self.newton_iterations):
-                self._newton_iteration(state, control, h)
-        inv_h = 1.0 / h
-        if m.particle_count:
-            wp.launch(integration.finish_particle_velocities, m.particle_count, device=dev,
-                      inputs=[state.particle_q, self.particle_q_pred, inv_h, state.particle_qd])
-        if m.body_count:
-            wp.launch(integration.finish_body_velocities, m.body_count, device=dev,
-                      inputs=[state.body_q, self.body_q_pred, inv_h, state.body_qd])
+                self._run(recording["newton"])
+        self._run(recording["finish"])
 
-    def _start_from_previous_multipliers(self, state, control, h):
+    def _predict_commands(self, state, h):
+        m = self.model
+        commands = []
+        if m.particle_count:
+            commands.append(self._record(integration.predict_particles, m.particle_count, [
+                state.particle_q, state.particle_qd, state.particle_f, m.particle_inv_mass, m.gravity, m.planar_axis, h,
+                self.particle_q_prev, self.particle_q_pred]))
+        if m.body_count:
+            commands.append(self._record(integration.predict_bodies, m.body_count, [
+                state.body_q, state.body_qd, state.body_f, m.body_inv_mass, m.body_inertia, m.body_inv_inertia, m.gravity,
+                m.planar_axis, h, self.body_q_prev, self.body_q_pred]))
+        if m.contact_slot_count:
+            commands.append(self._record(contact.detect_contacts, m.contact_slot_count, [
+                state.particle_q, self.particle_q_prev, state.body_q, self.body_q_prev, m.particle_count,
+                m.slot_entity, m.slot_kind, m.slot_local, m.slot_axis, m.slot_rim_radius, m.slot_radius, m.slot_obstacle,
+                m.obstacle_kind, m.obstacle_transform, m.obstacle_size, self.contact_margin, m.slot_mu,
+                self.stick_acceleration, h],
+                outputs=[self.contact_active, self.contact_sliding, self.contact_slide_direction, self.contact_anchor,
+                         self.contact_normal, self.contact_surface, self.contact_start]))
+        return commands
+
+    def _finish_commands(self, state, inv_h):
+        m = self.model
+        commands = []
+        if m.particle_count:
+            commands.append(self._record(integration.finish_particle_velocities, m.particle_count,
+                                         [state.particle_q, self.particle_q_pred, inv_h, state.particle_qd]))
+        if m.body_count:
+            commands.append(self._record(integration.finish_body_velocities, m.body_count,
+                                         [state.body_q, self.body_q_pred, inv_h, state.body_qd]))
+        return commands
+
+    def _start_from_previous_multipliers(self, recording, h):
         """lambda <- previous lambda (h / h_prev)^2 (same forces), x <- x~ + M^-1 J(x~)^T lambda."""
         m, dev = self.model, self.model.device
         ratio = h / self._previous_h
-        wp.launch(rows.scale_multipliers, m.row_count, device=dev, inputs=[self.lam, ratio * ratio])
-        self._evaluate_jacobian(state, control, h)
-        self._move_by_multipliers(state, self.lam)
+        if ratio != 1.0:
+            wp.launch(rows.scale_multipliers, m.row_count, device=dev, inputs=[self.lam, ratio * ratio])
+        self._run(recording["warm_start"])
 
-    def _newton_iteration(self, state, control, h):
-        m, dev = self.model, self.model.device
-        wp.launch(integration.substep_displacement, self.entity_count, device=dev, inputs=[
-            state.particle_q, self.particle_q_prev, state.body_q, self.body_q_prev, m.particle_count, self.displacement])
-        self._evaluate_jacobian(state, control, h)
-        wp.launch(rows.prepare_rows, m.row_count, device=dev, inputs=[
+    def _newton_commands(self, state, control, h):
+        m = self.model
+        commands = [self._record(integration.substep_displacement, self.entity_count, [
+            state.particle_q, self.particle_q_prev, state.body_q, self.body_q_prev, m.particle_count, self.displacement])]
+        commands += self._jacobian_commands(state, control, h)
+        commands.append(self._record(rows.prepare_rows, m.row_count, [
             m.J_offsets, m.J_columns, self.J_values, self.row_c, self.row_compliance, self.row_coupling, m.row_block_start,
             self.row_damping, self.lam, self.displacement, m.particle_inv_mass, m.body_inv_mass, self.body_inv_inertia_world,
             3 * m.particle_count],
-            outputs=[self.rhs, self.compliance_eff, self.coupling_eff, self.inv_diagonal])
-        self._solve_conjugate_residual()
+            outputs=[self.rhs, self.compliance_eff, self.coupling_eff, self.inv_diagonal]))
+        commands += self._solve_commands()
         if m.contact_slot_count:
-            self.world_reject.zero_()
-            wp.launch(contact.check_friction_cone, m.contact_slot_count, device=dev, inputs=[
-                m.slot_mu, m.slot_row, m.row_world, self.contact_active, self.lam, self.dlam, self.contact_sliding,
-                self.contact_slide_direction, self.world_reject])
-            wp.launch(contact.reject_world_steps, m.row_count, device=dev, inputs=[m.row_world, self.world_reject, self.dlam])
-        self._move_by_multipliers(state, self.dlam)
-        wp.launch(rows.accumulate_multipliers, m.row_count, device=dev, inputs=[self.lam, self.dlam])
+            commands.append(self.world_reject.zero_)
+            commands.append(self._record(contact.check_friction_cone, m.contact_slot_count, [
+                m.slot_mu, m.slot_row, m.row_world, self._planar, self.contact_active, self.lam, self.dlam,
+                self.contact_sliding, self.contact_slide_direction, self.world_reject]))
+            commands.append(self._record(contact.reject_world_steps, m.row_count,
+                                         [m.row_world, self.world_reject, self.dlam]))
+        commands += self._move_commands(state, self.dlam)
+        commands.append(self._record(rows.accumulate_multipliers, m.row_count, [self.lam, self.dlam]))
+        return commands
 
-    def _evaluate_jacobian(self, state, control, h):
-        """World inverse inertias, every row at the current positions, and the values of J^T."""
-        m, dev = self.model, self.model.device
+    def _jacobian_commands(self, state, control, h):
+        """World inverse inertias, every row at the current positions, and the solver's copies of J and J^T."""
+        m = self.model
+        commands = []
         if m.body_count:
-            wp.launch(integration.update_world_inverse_inertia, m.body_count, device=dev,
-                      inputs=[state.body_q, m.body_inv_inertia, self.body_inv_inertia_world])
-        self._evaluate_rows(state, control, h, 1.0 / h, 1.0 / (h * h))
-        wp.launch(rows.scatter_transpose_values, m.nnz, device=dev, inputs=[self.J_values, m.J_to_JT, self.JT_values])
+            commands.append(self._record(integration.update_world_inverse_inertia, m.body_count,
+                                         [state.body_q, m.body_inv_inertia, self.body_inv_inertia_world]))
+        commands += self._row_commands(state, control, h, 1.0 / h, 1.0 / (h * h))
+        if m.solve_compact:
+            commands.append(self._record(rows.gather_values, m.solve_nnz, [self.J_values, m.solve_source, self.J_solve_values]))
+        commands.append(self._record(rows.gather_values, m.solve_nnz, [self.J_values, m.JT_source, self.JT_values]))
+        return commands
 
-    def _move_by_multipliers(self, state, x):
+    def _move_commands(self, state, x):
         """Move particles and bodies by M^-1 J^T x."""
         m = self.model
-        self._apply_inverse_mass_transpose(x)
-        wp.launch(integration.apply_position_update, self.entity_count, device=m.device,
-                  inputs=[self.u, m.particle_count, state.particle_q, state.body_q])
+        return [self._inverse_mass_transpose_command(x),
+                self._record(integration.apply_position_update, self.entity_count,
+                             [self.u, m.particle_count, state.particle_q, state.body_q])]
 
-    def _evaluate_rows(self, state, control, h, inv_h, inv_h2):
-        m, dev = self.model, self.model.device
+    def _row_commands(self, state, control, h, inv_h, inv_h2):
+        m = self.model
         common = [m.J_offsets, self.J_values, self.row_c, self.row_compliance]
+        commands = []
         # Row types other than tetrahedra have no block coupling; it stays zero from allocation
         # except on tetrahedral normal rows, which rewrite it every iteration.
         if m.distance_count:
-            wp.launch(distance.eval_distance_rows, m.distance_count, device=dev, inputs=[
+            commands.append(self._record(distance.eval_distance_rows, m.distance_count, [
                 state.particle_q, m.distance_particles, m.distance_rest_length, m.distance_compliance, m.distance_damping,
                 m.distance_pressure_channel, m.distance_youngs_modulus, m.distance_row, control.pressure, inv_h, inv_h2,
-                *common, self.row_damping])
+                *common, self.row_damping]))
         if m.tet_count:
-            wp.launch(tetrahedron.eval_tetrahedron_rows, m.tet_count, device=dev, inputs=[
+            commands.append(self._record(tetrahedron.eval_tetrahedron_rows, m.tet_count, [
                 state.particle_q, m.tet_particles, m.tet_inv_rest, m.tet_volume, m.tet_youngs_modulus, m.tet_poisson_ratio,
-                m.tet_damping, m.tet_row, inv_h, inv_h2, *common, self.row_coupling, self.row_damping])
+                m.tet_damping, m.tet_row, inv_h, inv_h2, *common, self.row_coupling, self.row_damping]))
         if m.attachment_count:
-            wp.launch(attachment.eval_attachment_rows, m.attachment_count, device=dev, inputs=[
+            commands.append(self._record(attachment.eval_attachment_rows, m.attachment_count, [
                 state.particle_q, state.body_q, m.attachment_body, m.attachment_particle, m.attachment_local,
-                m.attachment_compliance, m.attachment_damping, m.attachment_row, inv_h, inv_h2, *common, self.row_damping])
+                m.attachment_compliance, m.attachment_damping, m.attachment_row, inv_h, inv_h2, *common, self.row_damping]))
         if m.hinge_count:
-            wp.launch(hinge.eval_hinge_rows, m.hinge_count, device=dev, inputs=[
+            commands.append(self._record(hinge.eval_hinge_rows, m.hinge_count, [
                 state.body_q, m.hinge_body_a, m.hinge_body_b, m.hinge_anchor_a, m.hinge_anchor_b, m.hinge_axis_a,
-                m.hinge_normal_b1, m.hinge_normal_b2, m.hinge_compliance, m.hinge_row, inv_h2, *common, self.row_damping])
+                m.hinge_normal_b1, m.hinge_normal_b2, m.hinge_compliance, m.hinge_row, self._planar, inv_h2, *common,
+                self.row_damping]))
         if m.prismatic_count:
-            wp.launch(prismatic.eval_prismatic_rows, m.prismatic_count, device=dev, inputs=[
+            commands.append(self._record(prismatic.eval_prismatic_rows, m.prismatic_count, [
                 state.body_q, self.body_q_prev, m.prismatic_body_a, m.prismatic_body_b, m.prismatic_anchor_a,
                 m.prismatic_anchor_b, m.prismatic_axis_a, m.prismatic_normal_a1, m.prismatic_normal_a2,
                 m.prismatic_rest_rotation, m.prismatic_compliance, m.prismatic_driven, m.prismatic_drive_mobility,
-                control.prismatic_rate, m.prismatic_row, h, inv_h2, *common, self.row_damping])
+                control.prismatic_rate, m.prismatic_row, self._planar, h, inv_h2, *common, self.row_damping]))
         if m.spring_count:
-            wp.launch(angular_spring.eval_angular_spring_rows, m.spring_count, device=dev, inputs=[
+            commands.append(self._record(angular_spring.eval_angular_spring_rows, m.spring_count, [
                 state.body_q, m.spring_body_a, m.spring_body_b, m.spring_axis_a, m.spring_rest_rotation, m.spring_stiffness,
                 m.spring_damping, m.spring_curve_start, m.spring_curve_count, m.curve_angle, m.curve_moment,
-                control.joint_target, m.spring_row, self.min_stiffness_ratio, inv_h, inv_h2, *common, self.row_damping])
+                control.joint_target, m.spring_row, self.min_stiffness_ratio, inv_h, inv_h2, *common, self.row_damping]))
         if m.contact_slot_count:
-            wp.launch(contact.eval_contact_rows, m.contact_slot_count, device=dev, inputs=[
+            commands.append(self._record(contact.eval_contact_rows, m.contact_slot_count, [
                 state.particle_q, state.body_q, m.particle_inv_mass, m.body_inv_mass, self.body_inv_inertia_world,
                 m.particle_count, m.slot_entity, m.slot_radius, m.slot_mu, m.slot_row, self.contact_active,
                 self.contact_sliding, self.contact_slide_direction, self.contact_anchor, self.contact_normal,
                 self.contact_surface, self.contact_start, self.lam, self.fb_epsilon, self.contact_regularization,
-                self.friction_slip_length, self.slide_compliance_ratio, *common,
-                self.row_damping])
+                self.friction_slip_length, self.slide_compliance_ratio, self._planar, *common,
+                self.row_damping]))
+        return commands
 
     # ------------------------------------------------------------------ linear solve
-    def _apply_inverse_mass_transpose(self, x):
+    def _inverse_mass_transpose_command(self, x):
         m = self.model
-        wp.launch(integration.apply_inverse_mass_transpose, self.entity_count, device=m.device, inputs=[
-            m.JT_offsets, m.JT_columns, self.JT_values, x, m.particle_inv_mass, m.body_inv_mass, self.body_inv_inertia_world,
+        return self._record(integration.apply_inverse_mass_transpose, self.entity_count, [
+            m.JT_offsets, m.JT_offsets[1:], m.JT_columns, self.JT_values, x, m.particle_inv_mass, m.body_inv_mass, self.body_inv_inertia_world,
             m.particle_count], outputs=[self.u])
 
-    def _multiply(self, x, y):
+    def _multiply_commands(self, x, y):
         """y = [J M^-1 J^T + E] x."""
         m = self.model
-        self._apply_inverse_mass_transpose(x)
-        wp.launch(linear_solver.multiply_rows, m.row_count, device=m.device, inputs=[
-            m.J_offsets, m.J_columns, self.J_values, self.u, x, self.compliance_eff, self.coupling_eff, m.row_block_start],
-            outputs=[y])
+        return [self._inverse_mass_transpose_command(x),
+                self._record(linear_solver.multiply_rows, m.row_count, [
+                    m.solve_offsets, m.solve_columns, self.J_solve_values, self.u, x, self.compliance_eff, self.coupling_eff,
+                    m.row_block_start], outputs=[y])]
 
-    def _world_dot(self, a, b, result, weight=None):
+    def _world_dot_commands(self, a, b, result, weight=None):
         m = self.model
-        wp.launch(linear_solver.reduce_chunks, m.chunk_count, device=m.device, inputs=[
-            a, b, a if weight is None else weight, 0 if weight is None else 1, m.chunk_start, m.chunk_end], outputs=[self.partial])
-        wp.launch(linear_solver.reduce_worlds, m.world_count, device=m.device, inputs=[self.partial, m.world_chunk_start],
-                  outputs=[result])
+        return [self._record(linear_solver.reduce_chunks, m.chunk_count, [
+                    a, b, a if weight is None else weight, 0 if weight is None else 1, m.chunk_start, m.chunk_end],
+                    outputs=[self.partial]),
+                self._record(linear_solver.reduce_worlds, m.world_count, [self.partial, m.world_chunk_start],
+                             outputs=[result])]
 
-    def _solve_conjugate_residual(self):
+    def _solve_commands(self):
         """dlam ~= [J M^-1 J^T + E]^-1 rhs by Jacobi-preconditioned conjugate residual, per world."""
-        m, dev = self.model, self.model.device
+        m = self.model
         if self.linear_solver == "per_world":
-            wp.launch(linear_solver.cr_solve_per_world, m.world_count, device=dev, inputs=[
+            return [self._record(linear_solver.cr_solve_per_world, m.world_count, [
                 m.row_world_start_device, m.particle_world_start_device, m.body_world_start_device, m.particle_count,
-                self.linear_iterations, m.J_offsets, m.J_columns, self.J_values, m.JT_offsets, m.JT_columns,
+                self.linear_iterations, m.solve_offsets, m.solve_columns, self.J_solve_values, m.JT_offsets, m.JT_columns,
                 self.JT_values, m.particle_inv_mass, m.body_inv_mass, self.body_inv_inertia_world, self.compliance_eff,
-                self.coupling_eff, m.row_block_start, self.rhs, self.inv_diagonal],
-                outputs=[self.u, self.z, self.p, self.Az, self.Ap, self.dlam])
-            return
+                self.coupling_eff, m.row_block_start, self.rhs, self.inv_diagonal, self.row_live, self.live_rows,
+                self.JT_live_ends],
+                outputs=[self.u, self.z, self.p, self.Az, self.Ap, self.dlam])]
         n, W = m.row_count, m.world_count
-        wp.launch(linear_solver.cr_start, n, device=dev, inputs=[self.rhs, self.inv_diagonal], outputs=[self.dlam, self.z, self.p])
-        self._multiply(self.z, self.Az)
-        wp.copy(self.Ap, self.Az)
-        self._world_dot(self.z, self.Az, self.zAz)
-        wp.copy(self.zAz_start, self.zAz)
-        for _ in range(self.linear_iterations):
-            self._world_dot(self.Ap, self.Ap, self.ApPAp, weight=self.inv_diagonal)
-            wp.launch(linear_solver.cr_step_size, W, device=dev, inputs=[self.zAz, self.zAz_start, self.ApPAp],
-                      outputs=[self.alpha])
-            wp.launch(linear_solver.cr_update_solution, n, device=dev, inputs=[
-                m.row_world, self.alpha, self.p, self.Ap, self.inv_diagonal], outputs=[self.dlam, self.z])
-            self._multiply(self.z, self.Az)
-            self._world_dot(self.z, self.Az, self.zAz_new)
-            wp.launch(linear_solver.cr_direction_ratio, W, device=dev, inputs=[self.zAz_new, self.zAz_start, self.zAz],
-                      outputs=[self.beta])
-            wp.launch(linear_solver.cr_update_direction, n, device=dev, inputs=[
-                m.row_world, self.beta, self.z, self.Az], outputs=[self.p, self.Ap])
+        commands = [self._record(linear_solver.cr_start, n, [self.rhs, self.inv_diagonal], outputs=[self.dlam, self.z, self.p])]
+        commands += self._multiply_commands(self.z, self.Az)
+        commands.append(functools.partial(wp.copy, self.Ap, self.Az))
+        commands += self._world_dot_commands(self.z, self.Az, self.zAz)
+        commands.append(functools.partial(wp.copy, self.zAz_start, self.zAz))
+        iteration = self._world_dot_commands(self.Ap, self.Ap, self.ApPAp, weight=self.inv_diagonal)
+        iteration.append(self._record(linear_solver.cr_step_size, W, [self.zAz, self.zAz_start, self.ApPAp],
+                                      outputs=[self.alpha]))
+        iteration.append(self._record(linear_solver.cr_update_solution, n, [
+            m.row_world, self.alpha, self.p, self.Ap, self.inv_diagonal], outputs=[self.dlam, self.z]))
+        iteration += self._multiply_commands(self.z, self.Az)
+        iteration += self._world_dot_commands(self.z, self.Az, self.zAz_new)
+        iteration.append(self._record(linear_solver.cr_direction_ratio, W, [self.zAz_new, self.zAz_start, self.zAz],
+                                      outputs=[self.beta]))
+        iteration.append(self._record(linear_solver.cr_update_direction, n, [
+            m.row_world, self.beta, self.z, self.Az], outputs=[self.p, self.Ap]))
+        return commands + iteration * self.linear_iterations
 
     # ------------------------------------------------------------------ checks
-    def _raise_if_nonfinite(self, state):
-        m, dev = self.model, self.model.device
-        self.world_flag.zero_()
+    def _check_commands(self, state):
+        m = self.model
+        commands = [self.world_flag.zero_]
         if m.particle_count:
-            wp.launch(checks.flag_nonfinite_particles, m.particle_count, device=dev,
-                      inputs=[state.particle_q, m.particle_world, self.world_flag])
+            commands.append(self._record(checks.flag_nonfinite_particles, m.particle_count,
+                                         [state.particle_q, m.particle_world, self.world_flag]))
         if m.body_count:
-            wp.launch(checks.flag_nonfinite_bodies, m.body_count, device=dev, inputs=[state.body_q, m.body_world, self.world_flag])
+            commands.append(self._record(checks.flag_nonfinite_bodies, m.body_count,
+                                         [state.body_q, m.body_world, self.world_flag]))
+        return commands
+
+    def _raise_if_nonfinite(self, recording):
+        self._run(recording["check"])
         bad = np.flatnonzero(self.world_flag.numpy())
         if len(bad):
             w = int(bad[0])

@@ -64,6 +64,56 @@ def test_free_fall_matches_implicit_euler_and_converges(device):
     assert abs(state.body_q.numpy()[body, 2] - analytic) < 1e-3
 
 
+@pytest.mark.parametrize("device", DEVICES)
+def test_free_fall_with_changing_steps_and_states(device):
+    """The solver replays recorded launches; a new step length or new state arrays must be honoured.
+
+    Implicit Euler free fall with steps h_k switching between 1/240 and 1/60 s every second step and
+    the state passed back and forth between two State objects at every step: v_k = v_(k-1) - g h_k, x_k = x_(k-1) + h_k v_k
+    (float64 reference, to float32 rounding: 1e-5 m after 0.5 s).
+    """
+    b = softsnake.ModelBuilder()
+    b.add_particle((0.0, 0.0, 0.0), mass=1.0)
+    model = b.finalize(device)
+    solver = softsnake.Solver(model, substeps=1)
+    states, control = [model.state(), model.state()], model.control()
+    x = v = 0.0
+    for k in range(12):
+        h = 1.0 / 240.0 if (k // 2) % 2 == 0 else 1.0 / 60.0
+        solver.step(states[k % 2], states[(k + 1) % 2], control, h)
+        v -= G * h
+        x += h * v
+    assert abs(states[0].particle_q.numpy()[0, 2] - x) < 1e-5
+
+
+def test_solver_settings_changed_between_steps_take_effect():
+    """A setting changed between steps re-records the launches: a double pendulum (two distance rows,
+    a 2x2 system that one conjugate-residual iteration does not solve) stepped with 20 linear
+    iterations, then with 1, ends bit for bit where a solver built with 1 iteration takes the same
+    state (and differs from a second step with 20)."""
+    b = softsnake.ModelBuilder()
+    pivot = b.add_particle((0.0, 0.0, 1.0), kinematic=True)
+    first = b.add_particle((0.3, 0.0, 1.0), mass=0.2)
+    second = b.add_particle((0.6, 0.0, 0.9), mass=0.1)
+    b.add_distance(pivot, first)
+    b.add_distance(first, second)
+    model = b.finalize("cpu")
+    control = model.control()
+    changed = softsnake.Solver(model, substeps=1, warm_start=False)
+    state = model.state()
+    changed.step(state, state, control, 0.02)
+    start = model.state()
+    start.assign(state)
+    unchanged = model.state()
+    softsnake.Solver(model, substeps=1, warm_start=False).step(start, unchanged, control, 0.02)
+    changed.linear_iterations = 1
+    changed.step(state, state, control, 0.02)
+    fresh = softsnake.Solver(model, substeps=1, warm_start=False, linear_iterations=1)
+    fresh.step(start, start, control, 0.02)
+    assert np.array_equal(state.particle_q.numpy(), start.particle_q.numpy())
+    assert not np.array_equal(state.particle_q.numpy(), unchanged.particle_q.numpy())
+
+
 def zero_crossing_period(t, signal):
     s = signal - signal.mean()
     idx = np.flatnonzero((s[:-1] < 0) & (s[1:] >= 0))
@@ -104,6 +154,27 @@ def test_body_pendulum_period(device, joint):
         anchor = b.add_particle(pivot, kinematic=True)
         b.add_attachment(rod, anchor)
     model = b.finalize(device)
+    dt = 1.0 / 240.0
+    _, xs = run(model, 5.0, dt=dt, record=lambda s: s.body_q.numpy()[0, 0])
+    period = zero_crossing_period(np.arange(1, len(xs) + 1) * dt, xs)
+    expected = 2 * math.pi * math.sqrt((I_cm + mass * d * d) / (mass * G * d)) * (1 + theta0**2 / 16)
+    assert abs(period / expected - 1) < 0.01
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_planar_body_pendulum_period(device):
+    """Rod on a hinge about z in a planar model (two hinge rows), gravity along -y:
+    T = 2 pi sqrt(I_pivot / (m g d)) (1 + theta0^2 / 16) within 1 %."""
+    length, mass, theta0 = 0.6, 0.5, 0.1
+    d = length / 2
+    I_cm = mass * length**2 / 12
+    b = softsnake.ModelBuilder(gravity=(0.0, -G, 0.0), planar=True)
+    pivot = np.array([0.0, 1.0, 0.0])
+    com = pivot + d * np.array([math.sin(theta0), -math.cos(theta0), 0.0])
+    rod = b.add_body(com, quat_from_axis_angle((0, 0, 1), theta0), mass=mass, inertia=np.diag([I_cm, 1e-4, I_cm]))
+    b.add_hinge(-1, rod, anchor=pivot, axis=(0, 0, 1))
+    model = b.finalize(device)
+    assert model.row_count == 2
     dt = 1.0 / 240.0
     _, xs = run(model, 5.0, dt=dt, record=lambda s: s.body_q.numpy()[0, 0])
     period = zero_crossing_period(np.arange(1, len(xs) + 1) * dt, xs)

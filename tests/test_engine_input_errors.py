@@ -113,3 +113,26 @@ def test_bad_time_step_and_solver_options():
     state = model.state()
     with pytest.raises(ValueError, match="dt must be a positive finite time step"):
         solver.step(state, state, model.control(), math.nan)
+
+
+@pytest.mark.parametrize("joint, message", [
+    ("hinge", r"hinge 0 of a planar model: its axis must be the plane normal \(0, 0, 1\)"),
+    ("spring", r"angular spring 0 of a planar model: its axis must be the plane normal"),
+    ("prismatic", r"prismatic 0 of a planar model: its axis must lie in the plane z = const"),
+    ("tilted", r"body 1 of a planar model must be rotated about z only"),
+    ("inertia", r"body 1 of a planar model needs z as a principal axis of inertia"),
+])
+def test_planar_model_rejects_motion_out_of_its_plane(joint, message):
+    b = softsnake.ModelBuilder(planar=True)
+    a = b.add_body((0, 0, 0), mass=1.0, inertia=np.eye(3))
+    rotation = (0.0, math.sin(0.1), 0.0, math.cos(0.1)) if joint == "tilted" else (0, 0, 0, 1)
+    inertia = [[1.0, 0.0, 0.2], [0.0, 1.0, 0.0], [0.2, 0.0, 1.0]] if joint == "inertia" else np.eye(3)
+    c = b.add_body((1, 0, 0), rotation, mass=1.0, inertia=inertia)
+    if joint == "hinge":
+        b.add_hinge(a, c, anchor=(0.5, 0, 0), axis=(1, 0, 0))
+    elif joint == "spring":
+        b.add_angular_spring(a, c, (0, 1, 0), stiffness=1.0)
+    elif joint == "prismatic":
+        b.add_prismatic(a, c, anchor=(0.5, 0, 0), axis=(0, 0, 1))
+    with pytest.raises(ModelError, match=message):
+        b.finalize("cpu")
