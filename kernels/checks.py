@@ -1,27 +1,55 @@
-"""Detection of non-finite simulation states, per world."""
+"""Detection of blown-up simulation states, per world: a position or velocity that is NaN or Inf
+(flag NONFINITE), or a linear speed above a bound no simulated robot reaches (flag TOO_FAST)."""
 
 import warp as wp
 
+NONFINITE = wp.constant(2)
+TOO_FAST = wp.constant(1)
+
+
+@wp.func
+def speed_flag(v: wp.vec3, max_speed: float):
+    if not (wp.isfinite(v[0]) and wp.isfinite(v[1]) and wp.isfinite(v[2])):
+        return NONFINITE
+    if wp.length(v) > max_speed:
+        return TOO_FAST
+    return 0
+
 
 @wp.kernel
-def flag_nonfinite_particles(
-    particle_q: wp.array(dtype=wp.vec3), particle_world: wp.array(dtype=int), world_flag: wp.array(dtype=int)
+def flag_blown_up_particles(
+    particle_q: wp.array(dtype=wp.vec3),
+    particle_qd: wp.array(dtype=wp.vec3),
+    particle_world: wp.array(dtype=int),
+    max_speed: float,
+    world_flag: wp.array(dtype=int),
 ):
     i = wp.tid()
     x = particle_q[i]
+    flag = speed_flag(particle_qd[i], max_speed)
     if not (wp.isfinite(x[0]) and wp.isfinite(x[1]) and wp.isfinite(x[2])):
-        wp.atomic_max(world_flag, particle_world[i], 1)
+        flag = NONFINITE
+    if flag != 0:
+        wp.atomic_max(world_flag, particle_world[i], flag)
 
 
 @wp.kernel
-def flag_nonfinite_bodies(
-    body_q: wp.array(dtype=wp.transform), body_world: wp.array(dtype=int), world_flag: wp.array(dtype=int)
+def flag_blown_up_bodies(
+    body_q: wp.array(dtype=wp.transform),
+    body_qd: wp.array(dtype=wp.spatial_vector),
+    body_world: wp.array(dtype=int),
+    max_speed: float,
+    world_flag: wp.array(dtype=int),
 ):
     i = wp.tid()
     tf = body_q[i]
-    ok = True
+    qd = body_qd[i]
+    flag = speed_flag(wp.vec3(qd[0], qd[1], qd[2]), max_speed)
     for k in range(7):
         if not wp.isfinite(tf[k]):
-            ok = False
-    if not ok:
-        wp.atomic_max(world_flag, body_world[i], 1)
+            flag = NONFINITE
+    for k in range(3, 6):
+        if not wp.isfinite(qd[k]):
+            flag = NONFINITE
+    if flag != 0:
+        wp.atomic_max(world_flag, body_world[i], flag)

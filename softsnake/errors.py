@@ -6,7 +6,7 @@ class ModelError(ValueError):
 
 
 class SimulationError(RuntimeError):
-    """A step produced a non-finite state. ``world`` and ``step`` say where and when."""
+    """A step blew up: a non-finite state or a runaway speed. ``world`` and ``step`` say where and when."""
 
     def __init__(self, message, *, world=None, step=None):
         super().__init__(message)

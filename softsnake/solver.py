@@ -33,6 +33,11 @@ PER_WORLD_MAX_ROWS = 1024
 """Above this many rows in one world, "auto" uses the batched linear solver on a GPU."""
 
 
+MAX_SPEED_DEFAULT = 1000.0
+"""Default speed [m/s] above which a world counts as blown up: far beyond any robot this engine
+simulates, reached within a few steps by a diverging solve."""
+
+
 class Solver:
     """Non-smooth Newton solver with compliant constraints, many worlds at once.
 
@@ -51,16 +56,21 @@ class Solver:
             multipliers (rescaled to the new substep length) and the positions they imply,
             x = x~ + M^-1 J^T lambda, instead of lambda = 0. Stiff bodies then keep their stresses
             from substep to substep instead of rebuilding them with a few iterations each time.
-        check_finite: after every step, raise SimulationError if a world's state is NaN or Inf
+        check_finite: after every step, raise SimulationError if a world has blown up: a position or
+            velocity that is NaN or Inf, or a particle or body moving faster than ``max_speed``
             (one small device-to-host copy per step; switch off for CUDA-graph capture)
+        max_speed: linear speed [m/s] above which ``check_finite`` reports a world as blown up; a
+            diverging solve grows without bound long before it overflows to Inf
     """
 
-    def __init__(self, model, *, substeps=2, newton_iterations=4, linear_iterations=20, contact_margin=0.01, linear_solver="auto", warm_start=True, check_finite=True):
+    def __init__(self, model, *, substeps=2, newton_iterations=4, linear_iterations=20, contact_margin=0.01, linear_solver="auto", warm_start=True, check_finite=True, max_speed=MAX_SPEED_DEFAULT):
         for name, value in (("substeps", substeps), ("newton_iterations", newton_iterations), ("linear_iterations", linear_iterations)):
             if int(value) != value or value < 1:
                 raise ValueError(f"{name} must be a positive integer, got {value}")
         if not (math.isfinite(contact_margin) and contact_margin >= 0.0):
             raise ValueError(f"contact_margin must be non-negative, got {contact_margin}")
+        if not (math.isfinite(max_speed) and max_speed > 0.0):
+            raise ValueError(f"max_speed must be a positive speed [m/s], got {max_speed}")
         if linear_solver not in ("auto", "batched", "per_world"):
             raise ValueError(f"linear_solver must be 'auto', 'batched' or 'per_world', got {linear_solver!r}")
         if linear_solver == "auto":
@@ -74,6 +84,7 @@ class Solver:
         self.linear_iterations = int(linear_iterations)
         self.contact_margin = float(contact_margin)
         self.check_finite = bool(check_finite)
+        self.max_speed = float(max_speed)
         self.warm_start = bool(warm_start)
         self._previous_h = None
         self.fb_epsilon = 1.0e-9
@@ -156,7 +167,7 @@ class Solver:
             self._substep(recording, h)
         self.step_count += 1
         if self.check_finite:
-            self._raise_if_nonfinite(recording)
+            self._raise_if_blown_up(recording)
 
     # ------------------------------------------------------------------ recording
     def _record(self, kernel, dim, inputs, outputs=()):
@@ -390,19 +401,22 @@ class Solver:
         m = self.model
         commands = [self.world_flag.zero_]
         if m.particle_count:
-            commands.append(self._record(checks.flag_nonfinite_particles, m.particle_count,
-                                         [state.particle_q, m.particle_world, self.world_flag]))
+            commands.append(self._record(checks.flag_blown_up_particles, m.particle_count,
+                                         [state.particle_q, state.particle_qd, m.particle_world, self.max_speed,
+                                          self.world_flag]))
         if m.body_count:
-            commands.append(self._record(checks.flag_nonfinite_bodies, m.body_count,
-                                         [state.body_q, m.body_world, self.world_flag]))
+            commands.append(self._record(checks.flag_blown_up_bodies, m.body_count,
+                                         [state.body_q, state.body_qd, m.body_world, self.max_speed, self.world_flag]))
         return commands
 
-    def _raise_if_nonfinite(self, recording):
+    def _raise_if_blown_up(self, recording):
         self._run(recording["check"])
-        bad = np.flatnonzero(self.world_flag.numpy())
+        flags = self.world_flag.numpy()
+        bad = np.flatnonzero(flags)
         if len(bad):
             w = int(bad[0])
+            what = "non-finite state" if flags[w] == checks.NONFINITE else f"a speed above {self.max_speed:g} m/s"
             raise SimulationError(
-                f"non-finite state in world {w} after step {self.step_count} "
+                f"world {w} blew up ({what}) after step {self.step_count} "
                 f"({len(bad)} world(s) affected); reduce dt or check the model's parameters",
                 world=w, step=self.step_count)

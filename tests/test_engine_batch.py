@@ -87,12 +87,31 @@ def test_nonfinite_state_raises_naming_world_and_step():
     forces = np.zeros((4, 3), dtype=np.float32)
     forces[2, 0] = np.nan
     state.particle_f.assign(forces)
-    with pytest.raises(softsnake.SimulationError, match=r"world 2 after step 2") as info:
+    with pytest.raises(softsnake.SimulationError, match=r"world 2 blew up \(non-finite state\) after step 2") as info:
         solver.step(state, state, control, 0.01)
     assert info.value.world == 2 and info.value.step == 2
     # Switched off, the same step runs without the check.
     quiet = softsnake.Solver(model, check_finite=False)
     quiet.step(state, state, control, 0.01)
+
+
+def test_runaway_speed_raises_before_it_overflows():
+    """A finite but runaway state (a particle at 2 km/s, as a diverging solve produces long before Inf)
+    raises SimulationError naming the world; 900 m/s stays under the default bound of 1000 m/s."""
+    batch = softsnake.ModelBuilder(gravity=(0.0, 0.0, 0.0))
+    for speed in (900.0, 2000.0):
+        w = softsnake.ModelBuilder(gravity=(0.0, 0.0, 0.0))
+        w.add_particle((0.0, 0.0, 1.0), velocity=(speed, 0.0, 0.0), mass=1.0)
+        batch.add_world(w)
+    model = batch.finalize("cpu")
+    state, control = model.state(), model.control()
+    with pytest.raises(softsnake.SimulationError, match=r"world 1 blew up \(a speed above 1000 m/s\)") as info:
+        softsnake.Solver(model).step(state, state, control, 0.001)
+    assert info.value.world == 1
+    # A higher bound lets the same state through.
+    softsnake.Solver(model, max_speed=5000.0).step(state, state, control, 0.001)
+    with pytest.raises(ValueError, match="max_speed"):
+        softsnake.Solver(model, max_speed=0.0)
 
 
 @pytest.mark.parametrize("device", DEVICES)

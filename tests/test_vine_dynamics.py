@@ -355,3 +355,23 @@ def test_vine_command_bad_input_is_one_line(tmp_path, options, message):
     assert run.returncode == 2
     lines = [line for line in run.stderr.splitlines() if line.startswith("softsnake vine: error:")]
     assert len(lines) == 1 and message in lines[0]
+
+
+def test_long_vine_grows_past_an_obstacle_without_blowing_up():
+    """A 45-link vine (90 bodies, seed 000's runtime study: 10 ms steps, 0.1 m/s, one circle of
+    r = 0.05 m at (0.35, 0.04) m) gets one conjugate residual iteration per link and grows past the
+    circle: 4 s, tip beyond the circle's far side (x > 0.45 m), no blow-up (with the fixed 20 iterations the
+    solver's blow-up check fires at step 177), and no body inside the circle by more than 1 mm."""
+    assert SOLVER_DEFAULTS["linear_iterations"] == 20
+    links = 45
+    vine = VineParams(heading=0.0, length=0.2, tube_radius=0.012, body_mass=0.001, body_inertia=2e-4, stiffness=0.5,
+                      damping=3e-5, growth_rate=0.1, link_count=links, body_half_length=0.2 / (4 * links))
+    circle = ObstacleCircle(center=(0.35, 0.04), radius=0.05)
+    batch = VineBatch([VineSpec(vine, (circle,))])
+    assert batch.solver.linear_iterations == links
+    for _ in range(400):
+        batch.step(0.01)
+    poses = batch.poses()[0]
+    assert poses[-1, 0] > 0.45
+    gaps = np.hypot(poses[:, 0] - 0.35, poses[:, 1] - 0.04) - 0.05 - vine.tube_radius
+    assert gaps.min() > -1e-3

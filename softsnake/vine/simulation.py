@@ -45,7 +45,22 @@ STEERING_SUPPLY_PRESSURE = psi_to_pa(10.0)
 
 SOLVER_DEFAULTS = {"substeps": 1, "newton_iterations": 4, "linear_iterations": 20}
 """Solver settings of the vine rollouts: one substep per step of the papers' dt (1/90 s) follows
-the reference rollouts of seed 000 more closely than two (experiments/results/vine.md)."""
+the reference rollouts of seed 000 more closely than two (experiments/results/vine.md). Vines of
+more than 20 links get one linear iteration per link instead (``solver_settings``)."""
+
+
+def solver_settings(link_count, solver_options=None):
+    """Solver keyword arguments for vines of ``link_count`` links: ``SOLVER_DEFAULTS``, with at least
+    one conjugate residual iteration per link, then ``solver_options`` over them.
+
+    A Jacobi-preconditioned Krylov iteration carries a correction one joint further along the chain
+    per matrix product, so a fixed count stops reaching the tip from the base on long vines: with 20
+    iterations the 45- and 50-link vines of the runtime study (one circle, 10 ms steps) blow up
+    after touching the circle; with one iteration per link they grow past it.
+    """
+    settings = dict(SOLVER_DEFAULTS)
+    settings["linear_iterations"] = max(settings["linear_iterations"], int(link_count))
+    return {**settings, **(solver_options or {})}
 
 
 class VineSimulationError(ValueError):
@@ -118,7 +133,7 @@ class VineBatch:
     stall_force: tip load that stops uniform growth [N] (robot.add_vine); None: growth at exactly the
         commanded rate (the only choice for tip growth, where grown links must not give way). The
         steering's rest angles follow the commanded growth.
-    solver_options: Solver keyword arguments over ``SOLVER_DEFAULTS``
+    solver_options: Solver keyword arguments over ``solver_settings(link_count)``
     steering_latency: False sets the muscle pressures to their commands at once
     """
 
@@ -138,6 +153,7 @@ class VineBatch:
         if growth == "tip" and stall_force is not None:
             raise VineSimulationError("a growth stall force needs uniform growth (grown links of tip growth must not give way)")
         self.specs = specs
+        links_per_vine = next(iter(links))
         self.growth = growth
         self.link_extension_max = link_extension_max
         top = ModelBuilder(gravity=(0.0, 0.0, 0.0), planar=True)
@@ -149,7 +165,7 @@ class VineBatch:
             top.add_world(world)
             self.handles.append(handle)
         self.model = top.finalize(device)
-        self.solver = Solver(self.model, **{**SOLVER_DEFAULTS, **(solver_options or {})})
+        self.solver = Solver(self.model, **solver_settings(links_per_vine, solver_options))
         self.state = self.model.state()
         self.control = self.model.control()
         self.vine_count = len(specs)
