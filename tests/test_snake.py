@@ -10,6 +10,7 @@ import warp as wp
 import softsnake
 from softsnake.builder import quat_from_axis_angle, quat_multiply
 from softsnake.cli import main
+from softsnake.snake.cmd_bench import time_case
 from softsnake.snake.cmd_curvature import simulate_curvature, summarize_curvature
 from softsnake.snake.config import load_snake_config
 from softsnake.snake.gait import GaitParams
@@ -213,3 +214,13 @@ def test_cli_bad_options_give_one_line(argv, message, capsys, tmp_path):
     assert status == 2
     assert len(lines) == 1 and message in lines[0] and "Traceback" not in err
     assert not any(tmp_path.iterdir())
+
+
+def test_bench_case_splits_frame_into_assembly_and_solve(coarse):
+    """``softsnake bench`` times the linear solves inside the recorded step: a coarse link's frame has a
+    positive solve and assembly time that add up to the total, the rows of one link, and its arrays' bytes."""
+    result = time_case(0.25, config=coarse, resolution="coarse", device="cpu", frames=2, warmup=1)
+    assert 0.0 < result["solve"] < result["total"]
+    assert result["assembly"] == pytest.approx(result["total"] - result["solve"])
+    assert result["worlds"] == 1 and result["rows"] > 0
+    assert result["memory"] > 0

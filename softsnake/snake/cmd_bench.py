@@ -59,19 +59,25 @@ LINK_CASE = 0.25
 
 
 class _SolveTimer:
-    """Wraps a solver's linear solve and accumulates its synchronized wall time [s]."""
+    """Times a solver's linear solves: wraps the solve launches the solver records (its
+    ``_solve_commands``) into one command that accumulates their synchronized wall time [s]."""
 
     def __init__(self, solver):
         self.seconds = 0.0
-        self._solve = solver._solve_conjugate_residual
-        solver._solve_conjugate_residual = self
+        record_solve = solver._solve_commands
+        solver._solve_commands = lambda: [self._timed(record_solve())]
+        # Drop what the warm-up frames recorded, so that the next step records the timed solve.
+        solver._recording_key = None
 
-    def __call__(self):
-        wp.synchronize()
-        start = time.perf_counter()
-        self._solve()
-        wp.synchronize()
-        self.seconds += time.perf_counter() - start
+    def _timed(self, commands):
+        def run():
+            wp.synchronize()
+            start = time.perf_counter()
+            for command in commands:
+                command()
+            wp.synchronize()
+            self.seconds += time.perf_counter() - start
+        return run
 
 
 def _case_model(snakes, config, resolution, device):
