@@ -2,7 +2,7 @@
 
 Runs ``softsnake gait --sweep offset=-0.5:0.5`` for 10 s into experiments/results/turning/, then
 writes turning_sweep.csv (per snake: offset, forward and lateral travel, change of the direction of
-travel) and turning_sweep.png. Extra options (e.g. ``--snakes 9``) go to the run.
+travel, mean path length and path curvature = turn / length) and turning_sweep.png. Extra options (e.g. ``--snakes 9``) go to the run.
 
     python experiments/turning_sweep.py
 """
@@ -27,6 +27,8 @@ RESULTS_DIR = Path(__file__).resolve().parent / "results"
 SNAKES = 5
 OFFSETS = (-0.5, 0.5)
 SECONDS = 10.0
+GAIT_PERIOD = 0.5
+"""Period of the paper's gait, f = 2 Hz [s]."""
 DIRECTION_WINDOW = 2.0
 """Time over which the direction of travel is taken at the start and at the end of a run [s]."""
 
@@ -36,6 +38,13 @@ def travel_direction(time, xy, start, stop):
     a, b = np.searchsorted(time, start), np.searchsorted(time, stop) - 1
     d = xy[b] - xy[a]
     return math.atan2(d[1], d[0])
+
+
+def path_length(time, xy, period):
+    """Length of the centre of mass's path sampled once per gait period [m]: the sampling skips the
+    sideways wiggle within each period, so the length is that of the mean path."""
+    samples = xy[np.searchsorted(time, np.arange(0.0, time[-1] + 1e-9, period))]
+    return float(np.linalg.norm(np.diff(samples, axis=0), axis=1).sum())
 
 
 def main(extra):
@@ -54,7 +63,9 @@ def main(extra):
         first = travel_direction(time, xy, 0.0, DIRECTION_WINDOW)
         last = travel_direction(time, xy, time[-1] - DIRECTION_WINDOW, time[-1])
         turn = (last - first + math.pi) % (2.0 * math.pi) - math.pi
-        rows.append({"offset": offset, "forward_m": xy[-1, 0], "lateral_m": xy[-1, 1], "turn_rad": turn})
+        length = path_length(time, xy, GAIT_PERIOD)
+        rows.append({"offset": offset, "forward_m": xy[-1, 0], "lateral_m": xy[-1, 1], "turn_rad": turn,
+                     "path_length_m": length, "path_curvature_1_per_m": turn / length if length > 0.0 else math.nan})
     figure = Figure(figsize=(9, 4), layout="constrained")
     paths, summary = figure.subplots(1, 2)
     for s, row in enumerate(rows):
@@ -67,6 +78,7 @@ def main(extra):
     paths.legend(fontsize=7)
     summary.plot(offsets, [r["lateral_m"] for r in rows], "o-", label="lateral travel [m]")
     summary.plot(offsets, [r["turn_rad"] for r in rows], "s--", label="turn of travel direction [rad]")
+    summary.plot(offsets, [r["path_curvature_1_per_m"] for r in rows], "^:", label="path curvature [1/m]")
     summary.axhline(0.0, color="0.4", linewidth=0.8)
     summary.set_xlabel("offset phi [-]")
     summary.grid(alpha=0.3)
@@ -83,7 +95,7 @@ def main(extra):
     os.replace(partial, RESULTS_DIR / "turning_sweep.csv")
     for row in rows:
         print(f"phi {row['offset']:+.2f}: forward {row['forward_m']:+.3f} m, lateral {row['lateral_m']:+.3f} m, "
-              f"turn {row['turn_rad']:+.3f} rad")
+              f"turn {row['turn_rad']:+.3f} rad, path curvature {row['path_curvature_1_per_m']:+.3f} 1/m")
     return 0
 
 
