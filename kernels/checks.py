@@ -8,8 +8,13 @@ TOO_FAST = wp.constant(1)
 
 
 @wp.func
+def vec_finite(v: wp.vec3):
+    return wp.isfinite(v[0]) and wp.isfinite(v[1]) and wp.isfinite(v[2])
+
+
+@wp.func
 def speed_flag(v: wp.vec3, max_speed: float):
-    if not (wp.isfinite(v[0]) and wp.isfinite(v[1]) and wp.isfinite(v[2])):
+    if not vec_finite(v):
         return NONFINITE
     if wp.length(v) > max_speed:
         return TOO_FAST
@@ -25,9 +30,8 @@ def flag_blown_up_particles(
     world_flag: wp.array(dtype=int),
 ):
     i = wp.tid()
-    x = particle_q[i]
     flag = speed_flag(particle_qd[i], max_speed)
-    if not (wp.isfinite(x[0]) and wp.isfinite(x[1]) and wp.isfinite(x[2])):
+    if not vec_finite(particle_q[i]):
         flag = NONFINITE
     if flag != 0:
         wp.atomic_max(world_flag, particle_world[i], flag)
@@ -48,8 +52,7 @@ def flag_blown_up_bodies(
     for k in range(7):
         if not wp.isfinite(tf[k]):
             flag = NONFINITE
-    for k in range(3, 6):
-        if not wp.isfinite(qd[k]):
-            flag = NONFINITE
+    if not vec_finite(wp.vec3(qd[3], qd[4], qd[5])):
+        flag = NONFINITE
     if flag != 0:
         wp.atomic_max(world_flag, body_world[i], flag)
