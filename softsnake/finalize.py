@@ -284,6 +284,7 @@ def finalize_model(builder, device):
     m.particle_world_start = world_starts(builder.particle_world)
     m.body_world_start = world_starts(builder.body_world)
     m.pressure_channel_world_start = world_starts(builder.pressure_channel_world)
+    m.pressure_channel_world = arr(np.asarray(builder.pressure_channel_world, dtype=np.int64), int)
     m.spring_world_start = world_starts(builder.spring_world)
     m.row_world_start = world_row_start
     m.row_world_start_device = arr(world_row_start, int)

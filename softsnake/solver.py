@@ -55,7 +55,9 @@ class Solver:
         warm_start: start every substep's Newton iterations from the previous substep's
             multipliers (rescaled to the new substep length) and the positions they imply,
             x = x~ + M^-1 J^T lambda, instead of lambda = 0. Stiff bodies then keep their stresses
-            from substep to substep instead of rebuilding them with a few iterations each time.
+            from substep to substep instead of rebuilding them with a few iterations each time. A
+            world whose pressure channels switched actuation rows on or off since the last step
+            starts that step cold.
         check_finite: after every step, raise SimulationError if a world has blown up: a position or
             velocity that is NaN or Inf, or a particle or body moving faster than ``max_speed``
             (one small device-to-host copy per step; switch off for CUDA-graph capture)
@@ -141,6 +143,8 @@ class Solver:
         self.contact_sliding = zeros(m.contact_slot_count, int)
         self.contact_slide_direction = zeros(m.contact_slot_count, wp.vec2)
         self.world_reject = wp.zeros(m.world_count, dtype=int, device=dev)
+        self.world_cold = wp.zeros(m.world_count, dtype=int, device=dev)
+        self.pressure_previous = wp.zeros(max(m.pressure_channel_count, 1), dtype=float, device=dev)
         for name in ("contact_anchor", "contact_normal", "contact_surface", "contact_start"):
             setattr(self, name, zeros(m.contact_slot_count, wp.vec3))
         self.world_flag = wp.zeros(m.world_count, dtype=int, device=dev)
@@ -162,6 +166,9 @@ class Solver:
             wp.copy(state_out.particle_f, state_in.particle_f)
             wp.copy(state_out.body_f, state_in.body_f)
         h = dt / self.substeps
+        if self.warm_start and self.model.pressure_channel_count:
+            wp.launch(rows.flag_pressure_switches, self.model.pressure_channel_count, device=self.model.device, inputs=[
+                control.pressure, self.pressure_previous, self.model.pressure_channel_world, self.world_cold])
         recording = self._recorded(state_out, control, h)
         for _ in range(self.substeps):
             self._substep(recording, h)
@@ -211,6 +218,7 @@ class Solver:
                 self._start_from_previous_multipliers(recording, h)
             else:
                 self.lam.zero_()
+                self.world_cold.zero_()
             self._previous_h = h
             for _ in range(self.newton_iterations):
                 self._run(recording["newton"])
@@ -249,10 +257,20 @@ class Solver:
         return commands
 
     def _start_from_previous_multipliers(self, recording, h):
-        """lambda <- previous lambda (h / h_prev)^2 (same forces), x <- x~ + M^-1 J(x~)^T lambda."""
+        """lambda <- previous lambda (h / h_prev)^2 (same forces), x <- x~ + M^-1 J(x~)^T lambda.
+
+        Worlds where a pressure channel switched its actuation rows on or off since the last step
+        start cold instead (lambda = 0): a switched row's force appears or vanishes at once, and the
+        other rows' previous multipliers, which balanced it, would then throw the bodies far out of
+        equilibrium (a soft snake blew up within 0.1 s of a chamber switch when warm-started).
+        """
         m, dev = self.model, self.model.device
         ratio = h / self._previous_h
-        if ratio != 1.0:
+        if m.pressure_channel_count:
+            wp.launch(rows.warm_start_multipliers, m.row_count, device=dev,
+                      inputs=[self.lam, m.row_world, self.world_cold, ratio * ratio])
+            self.world_cold.zero_()
+        elif ratio != 1.0:
             wp.launch(rows.scale_multipliers, m.row_count, device=dev, inputs=[self.lam, ratio * ratio])
         self._run(recording["warm_start"])
 

@@ -291,7 +291,7 @@ class SnakeSimulation:
                     self.solver.step(self.state, self.state, self.control, self.dt)
                 except SimulationError as exc:
                     raise SnakeDivergedError(
-                        f"snake {exc.world} diverged (NaN or Inf) at t = {time[frame]:.4f} s; reduce dt or "
+                        f"snake {exc.world} blew up (NaN, Inf or a runaway speed) at t = {time[frame]:.4f} s; reduce dt or "
                         "check the snake's parameters", snake=exc.world, time=time[frame], step=frame,
                         trajectories=record(frame - 1)) from None
                 particles, body_q = self._positions()
