@@ -130,12 +130,8 @@ def flag_pressure_switches(
 
 
 @wp.kernel
-def warm_start_multipliers(
-    lam: wp.array(dtype=float), row_world: wp.array(dtype=int), world_cold: wp.array(dtype=int), factor: float
-):
-    """lambda <- factor lambda, or 0 in the worlds marked cold."""
+def drop_cold_multipliers(lam: wp.array(dtype=float), row_world: wp.array(dtype=int), world_cold: wp.array(dtype=int)):
+    """lambda <- 0 in the worlds marked cold; the others keep theirs for the warm start."""
     i = wp.tid()
     if world_cold[row_world[i]] != 0:
         lam[i] = 0.0
-    else:
-        lam[i] = lam[i] * factor

@@ -194,8 +194,8 @@ class Solver:
             m = self.model
             self._recording = {
                 "predict": self._predict_commands(state, h),
-                "warm_start": (self._jacobian_commands(state, control, h) + self._move_commands(state, self.lam))
-                if m.row_count else [],
+                "warm_start": (self._drop_cold_commands() + self._jacobian_commands(state, control, h)
+                               + self._move_commands(state, self.lam)) if m.row_count else [],
                 "newton": self._newton_commands(state, control, h) if m.row_count else [],
                 "finish": self._finish_commands(state, 1.0 / h),
                 "check": self._check_commands(state),
@@ -259,20 +259,21 @@ class Solver:
     def _start_from_previous_multipliers(self, recording, h):
         """lambda <- previous lambda (h / h_prev)^2 (same forces), x <- x~ + M^-1 J(x~)^T lambda.
 
-        Worlds where a pressure channel switched its actuation rows on or off since the last step
-        start cold instead (lambda = 0): a switched row's force appears or vanishes at once, and the
-        other rows' previous multipliers, which balanced it, would then throw the bodies far out of
+        Every row of a world where a pressure channel switched its actuation rows on or off since
+        the last step starts from 0 instead: a switched row's force appears or vanishes at once, and
+        the other rows' previous multipliers, which balanced it, would throw the bodies far out of
         equilibrium (a soft snake blew up within 0.1 s of a chamber switch when warm-started).
         """
         m, dev = self.model, self.model.device
         ratio = h / self._previous_h
-        if m.pressure_channel_count:
-            wp.launch(rows.warm_start_multipliers, m.row_count, device=dev,
-                      inputs=[self.lam, m.row_world, self.world_cold, ratio * ratio])
-            self.world_cold.zero_()
-        elif ratio != 1.0:
+        if ratio != 1.0:
             wp.launch(rows.scale_multipliers, m.row_count, device=dev, inputs=[self.lam, ratio * ratio])
         self._run(recording["warm_start"])
+
+    def _drop_cold_commands(self):
+        m = self.model
+        return [self._record(rows.drop_cold_multipliers, m.row_count, [self.lam, m.row_world, self.world_cold]),
+                self.world_cold.zero_]
 
     def _newton_commands(self, state, control, h):
         m = self.model
