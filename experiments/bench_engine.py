@@ -19,7 +19,6 @@ Usage: python experiments/bench_engine.py [--device cpu|cuda] [--worlds 1,8,64] 
 """
 
 import argparse
-import csv
 import os
 import platform
 import statistics
@@ -36,6 +35,7 @@ sys.path.insert(0, str(REPO_ROOT))
 
 import softsnake  # noqa: E402
 from softsnake.meshing import box_tet_mesh  # noqa: E402
+from softsnake.output_files import write_csv  # noqa: E402
 
 BLOCK_SIDE = 0.2
 """Edge of the cubic block [m]."""
@@ -113,17 +113,6 @@ def bench(worlds, args):
     return statistics.median(times), finite, tet_count, model.particle_count, model.row_count
 
 
-def write_csv(path, header, rows):
-    """Write a CSV file under a temporary name and rename it, so it is complete or absent."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_name(f".{path.name}.tmp")
-    with open(temporary, "w", newline="") as stream:
-        writer = csv.writer(stream)
-        writer.writerow(header)
-        writer.writerows(rows)
-    os.replace(temporary, path)
-
-
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     default_device = "cuda" if wp.is_cuda_available() else "cpu"
@@ -162,6 +151,7 @@ def main(argv=None):
         print(f"{worlds:>6} {tet_count * worlds:>8} {particles:>9} {row_count:>8} {step_ms:>10.2f} {newton_ms:>12.3f} "
               f"{step_ms / worlds:>12.3f} {'yes' if finite else 'NO':>6}", flush=True)
     if args.csv is not None:
+        args.csv.parent.mkdir(parents=True, exist_ok=True)
         write_csv(args.csv, header, rows)
         print(f"wrote {args.csv}")
     return 0

@@ -10,9 +10,7 @@ fig7_travel.csv (forward and lateral travel, also in body lengths). Extra option
     python experiments/fig7_trajectory.py
 """
 
-import csv
 import math
-import os
 import sys
 from pathlib import Path
 
@@ -23,6 +21,7 @@ sys.path.insert(0, str(REPO_ROOT))
 from matplotlib.figure import Figure  # noqa: E402
 
 from softsnake import cli  # noqa: E402
+from softsnake.output_files import save_png, write_dict_csv  # noqa: E402
 from softsnake.snake.cmd_gait import CSV_NAME, read_trajectories_csv  # noqa: E402
 from softsnake.snake.config import load_snake_config  # noqa: E402
 from softsnake.snake.robot import snake_length  # noqa: E402
@@ -60,15 +59,9 @@ def main(extra):
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7)
     ax.set_title(f"Centre of mass, paper gait (f 2 Hz, phi 0, A 8 psi), {SECONDS:g} s", fontsize=10)
-    partial = RESULTS_DIR / ".fig7_trajectory.partial.png"
-    figure.savefig(partial, format="png", dpi=90)
-    os.replace(partial, RESULTS_DIR / "fig7_trajectory.png")
-    partial = RESULTS_DIR / ".fig7_travel.partial.csv"
-    with open(partial, "w", newline="") as stream:
-        writer = csv.DictWriter(stream, fieldnames=list(rows[0]) if rows else ["run"])
-        writer.writeheader()
-        writer.writerows(rows)
-    os.replace(partial, RESULTS_DIR / "fig7_travel.csv")
+    save_png(figure, RESULTS_DIR / "fig7_trajectory.png")
+    if rows:
+        write_dict_csv(RESULTS_DIR / "fig7_travel.csv", rows)
     for row in rows:
         print(f"{row['run']:16s} alpha {row['phase_shift_rad']:+.3f}: forward {row['forward_m']:+.3f} m "
               f"({row['forward_body_lengths']:+.2f} body lengths), lateral {row['lateral_m']:+.3f} m")

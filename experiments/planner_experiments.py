@@ -17,9 +17,7 @@ Usage: python experiments/planner_experiments.py [--out DIR]
 """
 
 import argparse
-import csv
 import math
-import os
 import sys
 from dataclasses import replace
 from pathlib import Path
@@ -34,22 +32,13 @@ from matplotlib.patches import Patch  # noqa: E402
 from scipy.integrate import quad  # noqa: E402
 from scipy.optimize import brentq  # noqa: E402
 
+from softsnake.output_files import save_png, write_csv  # noqa: E402
 from softsnake.vine.cmd_plan import write_plans_png  # noqa: E402
 from softsnake.vine.planner import plan_paths, reach_mask, workspace_levels  # noqa: E402
 from softsnake.vine.scene import load_scene  # noqa: E402
 
 RASTER_SPACING = 0.005
 """Workspace raster cell size [m]."""
-
-
-def write_csv(path, header, rows):
-    """Write a CSV file under a temporary name and rename it, so it is complete or absent."""
-    temporary = path.with_name(f".{path.name}.tmp")
-    with open(temporary, "w", newline="") as stream:
-        writer = csv.writer(stream)
-        writer.writerow(header)
-        writer.writerows(rows)
-    os.replace(temporary, path)
 
 
 def plan_rows(result):
@@ -157,11 +146,8 @@ def workspace(out):
     figure.suptitle("Fig. 4 scene: l in [0, 2] m, kappa in [-2, 2] 1/m, obstacles at (0.4, 0.1) and "
                     "(0.85, -0.2) m", fontsize=9)
     figure.tight_layout()
-    path = out / "planner_workspace.png"
-    temporary = path.with_name(f".{path.name}.tmp")
-    figure.savefig(temporary, format="png", dpi=80)
+    save_png(figure, out / "planner_workspace.png", dpi=80)
     plt.close(figure)
-    os.replace(temporary, path)
 
 
 def main(argv=None):

@@ -7,9 +7,7 @@ travel, mean path length and path curvature = turn / length) and turning_sweep.p
     python experiments/turning_sweep.py
 """
 
-import csv
 import math
-import os
 import sys
 from pathlib import Path
 
@@ -21,6 +19,7 @@ import numpy as np  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
 from softsnake import cli  # noqa: E402
+from softsnake.output_files import save_png, write_dict_csv  # noqa: E402
 from softsnake.snake.cmd_gait import CSV_NAME, read_trajectories_csv  # noqa: E402
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
@@ -84,15 +83,8 @@ def main(extra):
     summary.grid(alpha=0.3)
     summary.legend(fontsize=8)
     figure.suptitle(f"Turning with the gait offset, {SECONDS:g} s, paper gait otherwise", fontsize=10)
-    partial = RESULTS_DIR / ".turning_sweep.partial.png"
-    figure.savefig(partial, format="png", dpi=90)
-    os.replace(partial, RESULTS_DIR / "turning_sweep.png")
-    partial = RESULTS_DIR / ".turning_sweep.partial.csv"
-    with open(partial, "w", newline="") as stream:
-        writer = csv.DictWriter(stream, fieldnames=list(rows[0]))
-        writer.writeheader()
-        writer.writerows(rows)
-    os.replace(partial, RESULTS_DIR / "turning_sweep.csv")
+    save_png(figure, RESULTS_DIR / "turning_sweep.png")
+    write_dict_csv(RESULTS_DIR / "turning_sweep.csv", rows)
     for row in rows:
         print(f"phi {row['offset']:+.2f}: forward {row['forward_m']:+.3f} m, lateral {row['lateral_m']:+.3f} m, "
               f"turn {row['turn_rad']:+.3f} rad, path curvature {row['path_curvature_1_per_m']:+.3f} 1/m")

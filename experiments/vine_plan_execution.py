@@ -28,7 +28,6 @@ Usage: python experiments/vine_plan_execution.py [--out DIR]
 """
 
 import argparse
-import csv
 import math
 import sys
 from pathlib import Path
@@ -42,6 +41,7 @@ import matplotlib.pyplot as plt  # noqa: E402  (the backend must be chosen first
 import numpy as np  # noqa: E402
 import warp as wp  # noqa: E402
 
+from softsnake.output_files import save_png, write_dict_csv  # noqa: E402
 from softsnake.vine.cmd_plan import _draw_obstacles  # noqa: E402
 from softsnake.vine.planner import plan_paths  # noqa: E402
 from softsnake.vine.scene import VineParams, load_scene  # noqa: E402
@@ -158,11 +158,8 @@ def main(argv=None):
         print(f"{run['name']}: tip ({run['tip'][0]:.3f}, {run['tip'][1]:.3f}) m, heading {run['heading']:.4f} rad, "
               f"length {run['length']:.3f} m; tip error {error:.3f} m ({error / (2 * scene.vine.tube_radius):.2f} tube "
               f"diameters), heading error {heading_error:.4f} rad")
-    with open(out / "vine_plan_execution.csv", "w", newline="") as stream:
-        writer = csv.DictWriter(stream, fieldnames=list(rows[0]))
-        writer.writeheader()
-        for row in rows:
-            writer.writerow({k: f"{v:.6g}" if isinstance(v, float) else v for k, v in row.items()})
+    write_dict_csv(out / "vine_plan_execution.csv",
+                   [{k: f"{v:.6g}" if isinstance(v, float) else v for k, v in row.items()} for row in rows])
 
     figure, axes_row = plt.subplots(1, len(runs), figsize=(6.0 * len(runs), 4.2))
     for axes, run, row in zip(axes_row, runs, rows):
@@ -183,7 +180,7 @@ def main(argv=None):
                        f"{row['heading_error_rad']:.3f} rad", fontsize=9)
         axes.legend(fontsize=7, loc="upper right")
     figure.tight_layout()
-    figure.savefig(out / "vine_plan_execution.png", dpi=90)
+    save_png(figure, out / "vine_plan_execution.png")
     plt.close(figure)
     return 0
 

@@ -21,7 +21,6 @@ Usage: python experiments/vine_reference.py [--out DIR]
 """
 
 import argparse
-import csv
 import sys
 import time
 from dataclasses import replace
@@ -37,6 +36,7 @@ import numpy as np  # noqa: E402
 import warp as wp  # noqa: E402
 from scipy.optimize import minimize  # noqa: E402
 
+from softsnake.output_files import save_png, write_csv, write_dict_csv  # noqa: E402
 from softsnake.vine.cmd_plan import _draw_obstacles  # noqa: E402
 from softsnake.vine.reference import load_jitosho_rollout, load_wall_fit, rollout_length, rollout_tip  # noqa: E402
 from softsnake.vine.scene import load_scene  # noqa: E402
@@ -122,7 +122,7 @@ def plot_shapes(runs, path):
             axes.set_title(f"{run['scene'].name.replace('jitosho_', '')}, t = {run['times'][k]:.2f} s", fontsize=7)
     axes_grid[0, 0].legend(fontsize=6, loc="lower left")
     figure.tight_layout()
-    figure.savefig(path, dpi=80)
+    save_png(figure, path, dpi=80)
     plt.close(figure)
 
 
@@ -137,7 +137,7 @@ def plot_errors(runs, path):
     axes.grid(alpha=0.3)
     axes.legend(fontsize=7)
     figure.tight_layout()
-    figure.savefig(path, dpi=90)
+    save_png(figure, path)
     plt.close(figure)
 
 
@@ -211,7 +211,7 @@ def plot_wall(fit, path):
     grid_axes.plot(*fit["after"][::-1], "b^")
     figure.colorbar(image, ax=grid_axes, label="tip x MAE [mm]")
     figure.tight_layout()
-    figure.savefig(path, dpi=90)
+    save_png(figure, path)
     plt.close(figure)
 
 
@@ -224,22 +224,17 @@ def main(argv=None):
     print(f"device: {wp.get_device('cpu')} ({wp.get_device('cpu').name})")
 
     runs = [cluttered(number, substeps) for substeps in (1, 2) for number in (1, 2)]
-    with open(out / "vine_reference_metrics.csv", "w", newline="") as stream:
-        writer = csv.DictWriter(stream, fieldnames=list(runs[0]["metrics"]))
-        writer.writeheader()
-        for run in runs:
-            writer.writerow(run["metrics"])
-            print(", ".join(f"{key} {value:.4g}" if isinstance(value, float) else f"{key} {value}"
-                            for key, value in run["metrics"].items()))
+    write_dict_csv(out / "vine_reference_metrics.csv", [run["metrics"] for run in runs])
+    for run in runs:
+        print(", ".join(f"{key} {value:.4g}" if isinstance(value, float) else f"{key} {value}"
+                        for key, value in run["metrics"].items()))
     plot_shapes([run for run in runs if run["metrics"]["substeps"] == 1], out / "vine_reference_shapes.png")
     plot_errors(runs, out / "vine_reference_errors.png")
 
     fit = wall_fit()
-    with open(out / "vine_wall_fit.csv", "w", newline="") as stream:
-        writer = csv.writer(stream)
-        writer.writerow(["time_s", "video_tip_x_m", "before_tip_x_m", "after_tip_x_m"])
-        for row in zip(fit["frame_times"], fit["video_x"], fit["tips"][:, 0], fit["tips"][:, 1]):
-            writer.writerow([f"{value:.6f}" for value in row])
+    write_csv(out / "vine_wall_fit.csv", ["time_s", "video_tip_x_m", "before_tip_x_m", "after_tip_x_m"],
+              [[f"{value:.6f}" for value in row]
+               for row in zip(fit["frame_times"], fit["video_x"], fit["tips"][:, 0], fit["tips"][:, 1])])
     plot_wall(fit, out / "vine_wall_fit.png")
     print(f"wall: before K {fit['before'][0]:.4g} N m/rad, C {fit['before'][1]:.4g} N m s/rad: tip x MAE "
           f"{fit['mae_before_mm']:.3f} mm; after K {fit['after'][0]:.4g}, C {fit['after'][1]:.4g}: "

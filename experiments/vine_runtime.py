@@ -25,8 +25,6 @@ Usage: python experiments/vine_runtime.py [--out DIR] [--device cpu|cuda] [--qui
 """
 
 import argparse
-import csv
-import os
 import sys
 import time
 from dataclasses import replace
@@ -41,6 +39,7 @@ import matplotlib.pyplot as plt  # noqa: E402  (the backend must be chosen first
 import numpy as np  # noqa: E402
 import warp as wp  # noqa: E402
 
+from softsnake.output_files import save_png, write_dict_csv  # noqa: E402
 from softsnake.vine.scene import ObstacleCircle, VineParams, load_scene  # noqa: E402
 from softsnake.vine.simulation import VineBatch, VineSpec  # noqa: E402
 
@@ -134,14 +133,9 @@ def batched(device, sizes, link_counts):
 
 
 def write_csv(path, rows):
-    """Write rows to a temporary name first, so that an interrupted run never leaves a half-written file."""
-    partial = path.with_name(path.name + ".partial")
-    with open(partial, "w", newline="") as stream:
-        writer = csv.DictWriter(stream, fieldnames=list(rows[0]))
-        writer.writeheader()
-        for row in rows:
-            writer.writerow({key: f"{value:.6g}" if isinstance(value, float) else value for key, value in row.items()})
-    os.replace(partial, path)
+    """Write dict rows as CSV (complete or absent), floats to 6 significant digits."""
+    write_dict_csv(path, [{key: f"{value:.6g}" if isinstance(value, float) else value for key, value in row.items()}
+                          for row in rows])
 
 
 def plot(single, batch, device_name, path):
@@ -170,10 +164,8 @@ def plot(single, batch, device_name, path):
     batch_axes.legend(fontsize=7)
     vine_axes.legend(fontsize=7)
     figure.tight_layout()
-    partial = path.with_name(path.stem + ".partial" + path.suffix)
-    figure.savefig(partial, dpi=90)
+    save_png(figure, path)
     plt.close(figure)
-    os.replace(partial, path)
 
 
 def main(argv=None):

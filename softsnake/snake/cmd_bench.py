@@ -12,7 +12,6 @@ velocity updates. Assembly + solve = total, as in Table II. The chambers are pre
 timing (the gait at t = 0.1 s) so that the actuation rows take part.
 """
 
-import csv
 import math
 import os
 import platform
@@ -27,6 +26,7 @@ from tqdm import tqdm
 from softsnake.builder import ModelBuilder
 from softsnake.cli import UsageError
 from softsnake.memory import array_bytes
+from softsnake.output_files import save_png, write_csv
 from softsnake.solver import Solver
 
 from .cmd_curvature import check_device
@@ -133,19 +133,17 @@ def device_name(device):
 def write_bench_csv(path, results):
     """One row per case: our times and the paper's [ms]; written atomically."""
     path = Path(path)
-    partial = path.with_name(f".{path.name}.partial")
-    with open(partial, "w", newline="") as stream:
-        writer = csv.writer(stream)
-        writer.writerow(["snakes", "worlds", "rows", "assembly_ms", "solve_ms", "total_ms", "per_snake_ms",
-                         "memory_mb", "memory_per_snake_mb", "paper_assembly_ms", "paper_solve_ms", "paper_total_ms"])
-        for snakes, r in results.items():
-            paper = PAPER_TABLE_2.get(snakes, (math.nan,) * 3)
-            per_snake = 1e3 * r["total"] / snakes if snakes >= 1 else math.nan
-            memory_per_snake = r["memory"] / MB / snakes if snakes >= 1 else math.nan
-            writer.writerow([snakes, r["worlds"], r["rows"], f"{1e3 * r['assembly']:.3f}", f"{1e3 * r['solve']:.3f}",
-                             f"{1e3 * r['total']:.3f}", f"{per_snake:.3f}", f"{r['memory'] / MB:.3f}",
-                             f"{memory_per_snake:.3f}", *paper])
-    os.replace(partial, path)
+    header = ["snakes", "worlds", "rows", "assembly_ms", "solve_ms", "total_ms", "per_snake_ms", "memory_mb",
+              "memory_per_snake_mb", "paper_assembly_ms", "paper_solve_ms", "paper_total_ms"]
+    rows = []
+    for snakes, r in results.items():
+        paper = PAPER_TABLE_2.get(snakes, (math.nan,) * 3)
+        per_snake = 1e3 * r["total"] / snakes if snakes >= 1 else math.nan
+        memory_per_snake = r["memory"] / MB / snakes if snakes >= 1 else math.nan
+        rows.append([snakes, r["worlds"], r["rows"], f"{1e3 * r['assembly']:.3f}", f"{1e3 * r['solve']:.3f}",
+                     f"{1e3 * r['total']:.3f}", f"{per_snake:.3f}", f"{r['memory'] / MB:.3f}",
+                     f"{memory_per_snake:.3f}", *paper])
+    write_csv(path, header, rows)
 
 
 def plot_bench(path, results, *, title):
@@ -177,9 +175,7 @@ def plot_bench(path, results, *, title):
         left.set_xscale("log")
         right.set_xscale("log")
     figure.suptitle(title, fontsize=10)
-    partial = path.with_name(f".{path.stem}.partial{path.suffix}")
-    figure.savefig(partial, format="png", dpi=90)
-    os.replace(partial, path)
+    save_png(figure, path)
 
 
 def bench_cases(device, max_snakes):

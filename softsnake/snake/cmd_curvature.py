@@ -15,10 +15,8 @@ Reported numbers: a linear fit of curvature against pressure from 0 to 8 psi on 
 slope), the left/right symmetry of the slopes, and the curvature at zero pressure.
 """
 
-import csv
 import dataclasses
 import math
-import os
 from pathlib import Path
 
 import numpy as np
@@ -27,6 +25,7 @@ from tqdm import tqdm
 
 from softsnake.builder import ModelBuilder
 from softsnake.cli import UsageError
+from softsnake.output_files import save_png, write_csv
 from softsnake.solver import Solver
 from softsnake.units import pa_to_psi, psi_to_pa
 
@@ -179,13 +178,9 @@ def summarize_curvature(sweep, *, fit_limit_psi=FIT_LIMIT_PSI):
 def write_curvature_csv(path, sweep):
     """Write pressure, steady curvature and settling residual per world to ``path`` (atomically)."""
     path = Path(path)
-    partial = path.with_name(f"{path.stem}.partial{path.suffix}")
-    with open(partial, "w", newline="") as stream:
-        writer = csv.writer(stream)
-        writer.writerow(["pressure_psi", "pressure_pa", "curvature_per_m", "settle_residual_per_m"])
-        for p, k, r in zip(sweep.pressure, sweep.curvature, sweep.residual):
-            writer.writerow([f"{pa_to_psi(p):.6g}", f"{p:.9g}", f"{k:.9g}", f"{r:.3g}"])
-    os.replace(partial, path)
+    write_csv(path, ["pressure_psi", "pressure_pa", "curvature_per_m", "settle_residual_per_m"],
+              [[f"{pa_to_psi(p):.6g}", f"{p:.9g}", f"{k:.9g}", f"{r:.3g}"]
+               for p, k, r in zip(sweep.pressure, sweep.curvature, sweep.residual)])
 
 
 def plot_curvature(path, sweep, summary, *, title):
@@ -218,9 +213,7 @@ def plot_curvature(path, sweep, summary, *, title):
     bottom.set_xlabel("over-pressure [psi]  (< 0 left chamber, > 0 right chamber)")
     bottom.set_ylabel("deviation from fit [%]")
     bottom.grid(alpha=0.3)
-    partial = path.with_name(f"{path.stem}.partial{path.suffix}")
-    figure.savefig(partial, format="png", dpi=90)
-    os.replace(partial, path)
+    save_png(figure, path)
 
 
 def pressure_grid(min_psi, max_psi, step_psi):

@@ -11,7 +11,6 @@ USD file stays ``gait.partial.usdc``.
 import argparse
 import csv
 import math
-import os
 import sys
 import time as timer
 from pathlib import Path
@@ -20,6 +19,7 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from softsnake.cli import UsageError
+from softsnake.output_files import replaced_when_complete, save_png
 from softsnake.units import pa_to_psi, psi_to_pa
 
 from .cmd_curvature import check_device
@@ -132,9 +132,8 @@ def snake_labels(gait):
 def write_trajectories_csv(path, trajectories):
     """Write time, snake, centre of mass and link curvatures, one row per frame and snake (atomically)."""
     path = Path(path)
-    partial = path.with_name(f".{path.name}.partial")
     links = trajectories.link_count
-    with open(partial, "w", newline="") as stream:
+    with replaced_when_complete(path) as partial, open(partial, "w", newline="") as stream:
         writer = csv.writer(stream)
         writer.writerow(["time_s", "snake", "com_x_m", "com_y_m", "com_z_m"]
                         + [f"curvature_link{i}_per_m" for i in range(links)])
@@ -142,7 +141,6 @@ def write_trajectories_csv(path, trajectories):
             for s in range(trajectories.snake_count):
                 writer.writerow([f"{t:.6f}", s, *(f"{v:.7g}" for v in trajectories.com[k, s]),
                                  *(f"{v:.6g}" for v in trajectories.curvature[k, s])])
-    os.replace(partial, path)
 
 
 def read_trajectories_csv(path):
@@ -174,9 +172,7 @@ def plot_trajectories(path, trajectories, labels, *, title):
     if len(labels) <= 12:
         ax.legend(fontsize=7)
     ax.set_title(title, fontsize=10)
-    partial = path.with_name(f".{path.stem}.partial{path.suffix}")
-    figure.savefig(partial, format="png", dpi=90)
-    os.replace(partial, path)
+    save_png(figure, path)
 
 
 def run(args):

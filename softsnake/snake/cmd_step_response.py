@@ -10,7 +10,6 @@ and deflation panels) into --out, and prints rise/fall times and the model-to-ma
 import csv
 import dataclasses
 import math
-import os
 from pathlib import Path
 
 import numpy as np
@@ -18,6 +17,7 @@ from matplotlib.figure import Figure
 from tqdm import tqdm
 
 from softsnake.cli import UsageError
+from softsnake.output_files import replaced_when_complete, save_png
 from softsnake.snake.pressure import (
     REFERENCE_DT_DEFAULT,
     SUPPLY_PRESSURE_DEFAULT,
@@ -162,8 +162,7 @@ def write_step_response_csv(path, response):
     """Write the model's step responses as CSV (phase, level, time, command, pressure) to path,
     through a temporary file so the result is complete or absent."""
     path = Path(path)
-    partial = path.with_name(f"{path.stem}.partial{path.suffix}")
-    with open(partial, "w", newline="") as stream:
+    with replaced_when_complete(path) as partial, open(partial, "w", newline="") as stream:
         writer = csv.writer(stream)
         writer.writerow(["phase", "level_percent", "time_s", "command_pa", "pressure_pa", "pressure_psi"])
         for phase_index, phase in enumerate(PHASES):
@@ -172,7 +171,6 @@ def write_step_response_csv(path, response):
                 for t, p in zip(response.time, response.pressure[phase_index, :, j]):
                     writer.writerow([phase, f"{100.0 * level:g}", f"{t:.9g}", f"{command:.9g}",
                                      f"{p:.9g}", f"{pa_to_psi(p):.9g}"])
-    os.replace(partial, path)
 
 
 def plot_step_response(path, response):
@@ -198,9 +196,7 @@ def plot_step_response(path, response):
     axes[0].plot([], [], ".", color="0.3", label="paper map, eq. 12 (every h0)")
     axes[0].legend(loc="lower right", fontsize=8)
     figure.suptitle(f"Chamber step response, supply {pa_to_psi(response.supply_pressure):g} psi")
-    partial = path.with_name(f"{path.stem}.partial{path.suffix}")
-    figure.savefig(partial, format="png", dpi=90)
-    os.replace(partial, path)
+    save_png(figure, path)
 
 
 def add_arguments(parser):

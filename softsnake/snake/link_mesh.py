@@ -33,7 +33,6 @@ Rest lengths and surface triangles are not stored: they follow from the points a
 Users may supply their own mesh in this form; ``load_link_mesh`` validates it.
 """
 
-import os
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -42,6 +41,8 @@ import meshio
 import numpy as np
 import tetgen
 from scipy.spatial import Delaunay
+
+from softsnake.output_files import replaced_when_complete
 
 TETGEN_OPTIONS = {"plc": True, "nobisect": True, "quality": False, "quiet": True}
 """TetGen switches ``pYQ`` as keyword arguments (a switch string makes the wrapper print to
@@ -352,8 +353,6 @@ def save_link_mesh(mesh, path):
     """
     path = Path(path)
     sidecar = sidecar_path(path)
-    partial_mesh = path.with_name(f".{path.stem}.partial{path.suffix}")
-    partial_sidecar = sidecar.with_name(f".{sidecar.name}.partial")
     arrays = {
         "vertex_section": mesh.vertex_section,
         "chamber_limit": mesh.chamber_limit.pairs,
@@ -365,21 +364,16 @@ def save_link_mesh(mesh, path):
         "end_particles_last": mesh.end_particles[1],
     }
     try:
-        meshio.write(partial_mesh, meshio.Mesh(mesh.vertices, [("tetra", mesh.tets)]))
-        written = meshio.read(partial_mesh)
-        # Some formats (STL, OBJ, ...) silently drop tetrahedra: refuse them.
-        if sum(len(block.data) for block in written.cells if block.type == "tetra") != len(mesh.tets):
-            raise LinkMeshError(f"{path}: the format '{path.suffix}' cannot hold tetrahedra")
-        with open(partial_sidecar, "wb") as stream:
-            np.savez(stream, **arrays)
-        os.replace(partial_mesh, path)
-        os.replace(partial_sidecar, sidecar)
+        with replaced_when_complete(path) as partial_mesh, replaced_when_complete(sidecar) as partial_sidecar:
+            meshio.write(partial_mesh, meshio.Mesh(mesh.vertices, [("tetra", mesh.tets)]))
+            written = meshio.read(partial_mesh)
+            # Some formats (STL, OBJ, ...) silently drop tetrahedra: refuse them.
+            if sum(len(block.data) for block in written.cells if block.type == "tetra") != len(mesh.tets):
+                raise LinkMeshError(f"{path}: the format '{path.suffix}' cannot hold tetrahedra")
+            with open(partial_sidecar, "wb") as stream:
+                np.savez(stream, **arrays)
     except (OSError, meshio.ReadError, meshio.WriteError, ImportError) as exc:
         raise LinkMeshError(f"{path}: cannot write the mesh: {exc}") from None
-    finally:
-        for leftover in (partial_mesh, partial_sidecar):
-            if leftover.exists():
-                leftover.unlink()
 
 
 def load_link_mesh(path):

@@ -8,7 +8,6 @@ robot shapes to ``DIR/<scene name>_plans.png``. Exit status 0 whether or not a p
 
 import json
 import math
-import os
 import re
 from pathlib import Path
 
@@ -19,6 +18,7 @@ import matplotlib.pyplot as plt  # noqa: E402  (the backend must be chosen first
 from matplotlib.patches import Circle, Rectangle  # noqa: E402
 
 from softsnake.cli import UsageError  # noqa: E402
+from softsnake.output_files import save_png  # noqa: E402
 from softsnake.vine.planner import PlannerError, plan_paths  # noqa: E402
 from softsnake.vine.scene import ObstacleCircle, ObstacleRectangle, SceneError, load_scene  # noqa: E402
 
@@ -105,13 +105,10 @@ def write_plans_png(scene, result, path):
     figure.suptitle(f"{scene.name}: obstacle-interaction plans (blue feasible, grey dashed infeasible; green: target "
                     "and desired orientation)", fontsize=9)
     figure.tight_layout()
-    temporary = path.with_name(f".{path.name}.tmp")
     try:
-        figure.savefig(temporary, format="png", dpi=90)
-        os.replace(temporary, path)
+        save_png(figure, path)
     finally:
         plt.close(figure)
-        temporary.unlink(missing_ok=True)
 
 
 def _obstacle_corners(obstacle):

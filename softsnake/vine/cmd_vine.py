@@ -12,7 +12,6 @@ Exit status 0, or 2 with a one-line message for a bad scene, option or output fo
 """
 
 import math
-import os
 import re
 from pathlib import Path
 
@@ -25,6 +24,7 @@ from tqdm import tqdm  # noqa: E402
 
 from softsnake.cli import UsageError  # noqa: E402
 from softsnake.errors import ModelError, SimulationError  # noqa: E402
+from softsnake.output_files import replaced_when_complete, save_png  # noqa: E402
 from softsnake.usd_writer import UsdRecorder  # noqa: E402
 from softsnake.vine.cmd_plan import _draw_obstacles  # noqa: E402
 from softsnake.vine.robot import VineBuildError  # noqa: E402
@@ -112,13 +112,9 @@ def write_csv(path, times, headings, tips, lengths):
     table = np.column_stack([
         np.repeat(times, vines), np.tile(np.arange(vines), frames), np.tile(headings, frames),
         tips.reshape(-1, 2), lengths.reshape(-1)])
-    temporary = path.with_name(f".{path.name}.tmp")
-    try:
+    with replaced_when_complete(path) as temporary:
         np.savetxt(temporary, table, delimiter=",", fmt=["%.6f", "%d", "%.6f", "%.6f", "%.6f", "%.6f"],
                    header="time_s,vine,heading_rad,tip_x_m,tip_y_m,length_m", comments="")
-        os.replace(temporary, path)
-    finally:
-        temporary.unlink(missing_ok=True)
 
 
 def write_png(path, scene, times, tips, lengths, final_backbones):
@@ -144,13 +140,10 @@ def write_png(path, scene, times, tips, lengths, final_backbones):
     length_axes.set_title("vine length", fontsize=9)
     length_axes.grid(alpha=0.3)
     figure.tight_layout()
-    temporary = path.with_name(f".{path.name}.tmp")
     try:
-        figure.savefig(temporary, format="png", dpi=90)
-        os.replace(temporary, path)
+        save_png(figure, path)
     finally:
         plt.close(figure)
-        temporary.unlink(missing_ok=True)
 
 
 def _check_options(args):
