@@ -24,9 +24,7 @@ Usage: python experiments/fem_convergence.py [--out DIR] [--stepped-max N] [--di
 """
 
 import argparse
-import csv
 import math
-import os
 import sys
 import time
 from pathlib import Path
@@ -46,7 +44,9 @@ sys.path.insert(0, str(REPO_ROOT))
 
 import softsnake  # noqa: E402
 from softsnake.kernels import tetrahedron  # noqa: E402
+from softsnake.kinetic_damping import settle_with_kinetic_damping  # noqa: E402
 from softsnake.meshing import boundary_faces, box_tet_mesh, traction_nodal_forces  # noqa: E402
+from softsnake.output_files import save_png, write_csv  # noqa: E402
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
 
@@ -61,30 +61,6 @@ BAR_LENGTH, BAR_SIDE, BAR_YOUNGS, BAR_FORCE = 1.0, 0.1, 1.0e6, 50.0
 BAR_MESHES = ((10, 1, 1), (20, 2, 2), (40, 4, 4))
 BAR_POISSON = (0.0, 0.3)
 BAR_DT, BAR_STEPS = 0.01, 60
-
-
-def write_csv(path, header, rows):
-    """Write a CSV file under a temporary name and rename it, so it is complete or absent."""
-    temporary = path.with_name(f".{path.name}.tmp")
-    with open(temporary, "w", newline="") as stream:
-        writer = csv.writer(stream)
-        writer.writerow(header)
-        writer.writerows(rows)
-    os.replace(temporary, path)
-
-
-def settle(model, solver, state, control, dt, steps):
-    """Step with kinetic damping (every velocity zeroed when the kinetic energy drops); return positions [m]."""
-    mass = model.particle_mass_numpy()
-    previous = 0.0
-    for _ in range(steps):
-        solver.step(state, state, control, dt)
-        energy = float(np.sum(mass[:, None] * state.particle_qd.numpy() ** 2))
-        if energy < previous:
-            state.particle_qd.zero_()
-            energy = 0.0
-        previous = energy
-    return state.particle_q.numpy()
 
 
 def clamped_mesh(size, cells, youngs, poisson, density, gravity, device):
@@ -141,7 +117,7 @@ def cantilever(depth_cells, stepped, device):
         steps = math.ceil(BEAM_SETTLE_TIME / dt)
         solver = softsnake.Solver(model, substeps=1, newton_iterations=1, linear_iterations=BEAM_LINEAR_ITERATIONS)
         start = time.perf_counter()
-        x = settle(model, solver, model.state(), model.control(), dt, steps)
+        x = settle_with_kinetic_damping(model, solver, model.state(), model.control(), dt, steps)
         row.update(stepped=vertices[tip, 2].mean() - x[tip, 2].mean(), dt=dt, steps=steps, wall=time.perf_counter() - start)
     return row
 
@@ -159,7 +135,7 @@ def bar(cells, poisson, device):
     state, control = model.state(), model.control()
     state.particle_f.assign(forces.astype(np.float32))
     start = time.perf_counter()
-    x = settle(model, solver, state, control, BAR_DT, BAR_STEPS)
+    x = settle_with_kinetic_damping(model, solver, state, control, BAR_DT, BAR_STEPS)
     return {"cells": cells, "tets": len(tets), "direct": direct, "stepped": x[tip, 0].mean() - BAR_LENGTH,
             "wall": time.perf_counter() - start}
 
@@ -192,10 +168,8 @@ def write_png(path, beam_rows, eb, bar_rows, expected_stretch):
     right.set_title("Bar pulled by 50 N")
     right.legend(fontsize=8)
     figure.tight_layout()
-    temporary = path.with_name(f".{path.name}.tmp")
-    figure.savefig(temporary, format="png", dpi=90)
+    save_png(figure, path)
     plt.close(figure)
-    os.replace(temporary, path)
 
 
 def main(argv=None):

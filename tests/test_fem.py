@@ -18,25 +18,11 @@ import warp as wp
 
 import softsnake
 from softsnake.kernels import tetrahedron
+from softsnake.kinetic_damping import settle_with_kinetic_damping
 from softsnake.meshing import boundary_faces, box_tet_mesh, traction_nodal_forces
 
 wp.config.quiet = True
 DEVICES = os.environ.get("SOFTSNAKE_TEST_DEVICES", "cpu").split(",")
-
-
-def settle(model, solver, state, control, dt, steps):
-    """Step ``steps`` times by ``dt`` [s] with kinetic damping (every velocity zeroed when the kinetic
-    energy drops); return the particle positions [m]."""
-    mass = model.particle_mass_numpy()
-    previous = 0.0
-    for _ in range(steps):
-        solver.step(state, state, control, dt)
-        energy = float(np.sum(mass[:, None] * state.particle_qd.numpy() ** 2))
-        if energy < previous:
-            state.particle_qd.zero_()
-            energy = 0.0
-        previous = energy
-    return state.particle_q.numpy()
 
 
 def plane_faces(vertices, faces, axis, value):
@@ -154,7 +140,7 @@ def test_bar_stretch(device):
     state, control = model.state(), model.control()
     end = plane_faces(vertices, boundary_faces(tets), 0, length)
     state.particle_f.assign(traction_nodal_forces(vertices, end, (force / side**2, 0.0, 0.0)).astype(np.float32))
-    x = settle(model, solver, state, control, dt=0.01, steps=60)
+    x = settle_with_kinetic_damping(model, solver, state, control, dt=0.01, steps=60)
     tip = np.isclose(vertices[:, 0], length)
     elongation = x[tip, 0].mean() - length
     expected = force * length / (youngs * side**2)
@@ -177,7 +163,7 @@ def cantilever_tip_deflection(cells, dt, steps, device):
     model = b.finalize(device)
     # One long linear solve per step converges far better than several restarted short ones.
     solver = softsnake.Solver(model, substeps=1, newton_iterations=1, linear_iterations=300)
-    x = settle(model, solver, model.state(), model.control(), dt, steps)
+    x = settle_with_kinetic_damping(model, solver, model.state(), model.control(), dt, steps)
     tip = np.isclose(vertices[:, 0], BEAM_LENGTH)
     return float(vertices[tip, 2].mean() - x[tip, 2].mean())
 
@@ -227,7 +213,7 @@ def compressed_cube(poisson, on_ground, device):
     if not on_ground:
         forces += traction_nodal_forces(vertices, plane_faces(vertices, faces, 2, 0.0), (0.0, 0.0, CUBE_STRESS))
     state.particle_f.assign(forces.astype(np.float32))
-    x = settle(model, solver, state, control, dt=1.0e-3, steps=60)
+    x = settle_with_kinetic_damping(model, solver, state, control, dt=1.0e-3, steps=60)
 
     def mean_gap(axis):
         high = np.isclose(vertices[:, axis], vertices[:, axis].max())
@@ -284,7 +270,7 @@ def test_warm_start_keeps_stiff_bar_unbiased_at_large_steps(device):
         state, control = model.state(), model.control()
         end = plane_faces(vertices, boundary_faces(tets), 0, length)
         state.particle_f.assign(traction_nodal_forces(vertices, end, (force / side**2, 0.0, 0.0)).astype(np.float32))
-        x = settle(model, solver, state, control, dt=0.1, steps=6)
+        x = settle_with_kinetic_damping(model, solver, state, control, dt=0.1, steps=6)
         ratios[warm] = (x[np.isclose(vertices[:, 0], length), 0].mean() - length) / expected
     assert abs(ratios[True] - 1) < 0.05
     assert ratios[False] > 1.5
