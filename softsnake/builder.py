@@ -49,6 +49,15 @@ def _positive(value, what):
     return v
 
 
+def _unit_axis(axis, what):
+    """A joint axis as a unit 3-vector; a zero axis is an error naming the joint."""
+    axis = _vec(axis, 3, f"{what} axis")
+    norm = np.linalg.norm(axis)
+    if norm < 1e-12:
+        raise ModelError(f"{what} axis is zero")
+    return axis / norm
+
+
 def _non_negative(value, what):
     v = float(value)
     if not math.isfinite(v) or v < 0.0:
@@ -240,6 +249,14 @@ class ModelBuilder:
         if not (0 <= int(index) < self.body_count):
             raise ModelError(f"{what}: body index {index} out of range [0, {self.body_count})")
         return int(index)
+
+    def _check_joint_bodies(self, body_a, body_b, what):
+        """(body_a, body_b) of a joint: body_a may be -1 (the world), and the two must differ."""
+        body_a = self._check_body(body_a, what, allow_world=True)
+        body_b = self._check_body(body_b, what)
+        if body_a == body_b:
+            raise ModelError(f"{what} joins body {body_b} to itself")
+        return body_a, body_b
 
     # ------------------------------------------------------------------ particles
     def add_particle(self, position, velocity=(0.0, 0.0, 0.0), mass=1.0, *, radius=0.0, collide=True, kinematic=False):
@@ -534,15 +551,9 @@ class ModelBuilder:
             compliance: [m/N] for all its rows (0: rigid)
         """
         what = f"hinge {self.hinge_count}"
-        body_a = self._check_body(body_a, what, allow_world=True)
-        body_b = self._check_body(body_b, what)
-        if body_a == body_b:
-            raise ModelError(f"{what} joins body {body_b} to itself")
+        body_a, body_b = self._check_joint_bodies(body_a, body_b, what)
         anchor = _vec(anchor, 3, f"{what} anchor")
-        axis = _vec(axis, 3, f"{what} axis")
-        if np.linalg.norm(axis) < 1e-12:
-            raise ModelError(f"{what} axis is zero")
-        axis = axis / np.linalg.norm(axis)
+        axis = _unit_axis(axis, what)
         pa, qa = self._body_pose(body_a)
         pb, qb = self._body_pose(body_b)
         Ra, Rb = quat_to_matrix(qa), quat_to_matrix(qb)
@@ -569,10 +580,7 @@ class ModelBuilder:
         what = f"angular spring {self.spring_count}"
         body_a = self._check_body(body_a, what, allow_world=True)
         body_b = self._check_body(body_b, what)
-        axis = _vec(axis, 3, f"{what} axis")
-        if np.linalg.norm(axis) < 1e-12:
-            raise ModelError(f"{what} axis is zero")
-        axis = axis / np.linalg.norm(axis)
+        axis = _unit_axis(axis, what)
         curve = None
         if moment_curve is not None:
             angles, moments = (np.asarray(c, dtype=np.float64) for c in moment_curve)
@@ -621,19 +629,14 @@ class ModelBuilder:
                 is met exactly; u / mobility is the load that stalls the drive)
         """
         what = f"prismatic {self.prismatic_count}"
-        body_a = self._check_body(body_a, what, allow_world=True)
-        body_b = self._check_body(body_b, what)
-        if body_a == body_b:
-            raise ModelError(f"{what} joins body {body_b} to itself")
+        body_a, body_b = self._check_joint_bodies(body_a, body_b, what)
         anchor = _vec(anchor, 3, f"{what} anchor")
-        axis = _vec(axis, 3, f"{what} axis")
-        if np.linalg.norm(axis) < 1e-12:
-            raise ModelError(f"{what} axis is zero")
+        axis = _unit_axis(axis, what)
         rate = float(_vec([rate], 1, f"{what} rate")[0])
         pa, qa = self._body_pose(body_a)
         pb, qb = self._body_pose(body_b)
         Ra, Rb = quat_to_matrix(qa), quat_to_matrix(qb)
-        axis_local = Ra.T @ (axis / np.linalg.norm(axis))
+        axis_local = Ra.T @ axis
         e1, e2 = perpendicular_pair(axis_local)
         self.prismatic_body_a.append(body_a)
         self.prismatic_body_b.append(body_b)
