@@ -218,7 +218,9 @@ class Solver:
                 self._start_from_previous_multipliers(recording, h)
             else:
                 self.lam.zero_()
-                self.world_cold.zero_()
+                if self.warm_start and m.pressure_channel_count:
+                    # This start is cold anyway: the switches flagged for it are spent.
+                    self.world_cold.zero_()
             self._previous_h = h
             for _ in range(self.newton_iterations):
                 self._run(recording["newton"])
@@ -271,7 +273,10 @@ class Solver:
         self._run(recording["warm_start"])
 
     def _drop_cold_commands(self):
+        """Zero the multipliers of the worlds whose pressure channels switched (none without channels)."""
         m = self.model
+        if not m.pressure_channel_count:
+            return []
         return [self._record(rows.drop_cold_multipliers, m.row_count, [self.lam, m.row_world, self.world_cold]),
                 self.world_cold.zero_]
 
