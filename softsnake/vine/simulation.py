@@ -153,7 +153,6 @@ class VineBatch:
         if growth == "tip" and stall_force is not None:
             raise VineSimulationError("a growth stall force needs uniform growth (grown links of tip growth must not give way)")
         self.specs = specs
-        links_per_vine = next(iter(links))
         self.growth = growth
         self.link_extension_max = link_extension_max
         top = ModelBuilder(gravity=(0.0, 0.0, 0.0), planar=True)
@@ -165,11 +164,11 @@ class VineBatch:
             top.add_world(world)
             self.handles.append(handle)
         self.model = top.finalize(device)
-        self.solver = Solver(self.model, **solver_settings(links_per_vine, solver_options))
+        self.link_count = links.pop()
+        self.solver = Solver(self.model, **solver_settings(self.link_count, solver_options))
         self.state = self.model.state()
         self.control = self.model.control()
         self.vine_count = len(specs)
-        self.link_count = links.pop()
         self.body_count = 2 * self.link_count
         self.time = 0.0
         self.growth_rate = np.array([spec.vine.growth_rate for spec in specs])
