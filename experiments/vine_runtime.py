@@ -10,7 +10,9 @@ vine starts 0.2 m long along +x, grows at 0.1 m/s, and meets a circle of radius 
 Seed 003 Fig. 5: batches of 1..1024 vines with random launch angles (uniform within +-0.3 rad of
 the scene's heading, fixed seed) in the cluttered scene of jitosho_cluttered_1, for 10, 20 and
 40 links (seed 003's maximum virtual links) and 15 links (the 30-body vine above), time per step
-and per vine and step. Seed 003 runs 100 steps; to bound this script's time the largest batches
+and per vine and step, in one process (one CPU core: Warp runs a CPU kernel on one thread) and, on
+the CPU, for batches of at least ``WORKERS_MIN_VINES`` vines also split over one worker process per
+core (softsnake.vine.workers, column ``processes``). Seed 003 runs 100 steps; to bound this script's time the largest batches
 run fewer (column ``steps``), which does not change a per-step time that is steady after the
 first step (the first step, with kernel loading, is never timed).
 
@@ -25,6 +27,7 @@ Usage: python experiments/vine_runtime.py [--out DIR] [--device cpu|cuda] [--qui
 """
 
 import argparse
+import os
 import sys
 import time
 from dataclasses import replace
@@ -42,6 +45,7 @@ import warp as wp  # noqa: E402
 from softsnake.output_files import save_png, write_dict_csv  # noqa: E402
 from softsnake.vine.scene import ObstacleCircle, VineParams, load_scene  # noqa: E402
 from softsnake.vine.simulation import VineBatch, VineSpec  # noqa: E402
+from softsnake.vine.workers import VineBatchWorkers  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"
 SEED_000_MS_30_BODIES = 3.0
@@ -64,21 +68,30 @@ RUNTIME_OBSTACLE = ObstacleCircle(center=(0.35, 0.04), radius=0.05)
 
 BATCH_SIZES = (1, 4, 16, 64, 256, 1024)
 BATCH_LINKS = (10, 15, 20, 40)
+WORKERS_MIN_VINES = 64
+"""Smallest batch also timed split over worker processes (CPU)."""
+
 HEADING_SPREAD = 0.3
 """Launch angles are uniform within this many rad of the scene's heading."""
+
+
+def synchronize(batch):
+    """Wait for a batch's device (a batch split over CPU processes has finished when its step returns)."""
+    if isinstance(batch, VineBatch):
+        wp.synchronize_device(batch.model.device)
 
 
 def timed_steps(batch, steps, dt):
     """Median over REPEATS consecutive blocks of ``steps`` steps of the seconds per step, after one
     untimed step (kernel loading)."""
     batch.step(dt)
-    wp.synchronize_device(batch.model.device)
+    synchronize(batch)
     seconds = []
     for _ in range(REPEATS):
         start = time.perf_counter()
         for _ in range(steps):
             batch.step(dt)
-        wp.synchronize_device(batch.model.device)
+        synchronize(batch)
         seconds.append((time.perf_counter() - start) / steps)
     return float(np.median(seconds))
 
@@ -112,7 +125,9 @@ def batch_steps(vines, links):
     return 100 if work <= 640 else (20 if work <= 10240 else 5)
 
 
-def batched(device, sizes, link_counts):
+def batched(device, sizes, link_counts, processes):
+    """Time per step of batches; on the CPU also split over ``processes`` worker processes for the
+    batches of at least ``WORKERS_MIN_VINES`` vines."""
     scene = load_scene("jitosho_cluttered_1")
     rng = np.random.default_rng(0)
     rows = []
@@ -120,15 +135,22 @@ def batched(device, sizes, link_counts):
         vine = replace(scene.vine, link_count=links, body_half_length=scene.vine.length / (4 * links))
         for vines in sizes:
             headings = scene.vine.heading + rng.uniform(-HEADING_SPREAD, HEADING_SPREAD, vines)
-            start = time.perf_counter()
-            batch = VineBatch([VineSpec(vine, scene.obstacles, float(h)) for h in headings], device=device)
-            build = time.perf_counter() - start
-            steps = batch_steps(vines, links)
-            seconds = timed_steps(batch, steps, scene.sim.dt)
-            rows.append({"links": links, "vines": vines, "steps": steps, "ms_per_step": 1e3 * seconds,
-                         "ms_per_vine_step": 1e3 * seconds / vines, "build_s": build})
-            print(f"  {links:2d} links x {vines:4d} vines: {1e3 * seconds:9.2f} ms per step, "
-                  f"{1e3 * seconds / vines:7.3f} ms per vine and step ({steps} steps; built in {build:.1f} s)")
+            specs = [VineSpec(vine, scene.obstacles, float(h)) for h in headings]
+            splits = (1, processes) if processes > 1 and vines >= WORKERS_MIN_VINES else (1,)
+            for workers in splits:
+                start = time.perf_counter()
+                batch = VineBatch(specs, device=device) if workers == 1 else VineBatchWorkers(specs, workers=workers)
+                build = time.perf_counter() - start
+                steps = batch_steps(vines, links)
+                try:
+                    seconds = timed_steps(batch, steps, scene.sim.dt)
+                finally:
+                    if workers > 1:
+                        batch.close()
+                rows.append({"links": links, "vines": vines, "processes": workers, "steps": steps,
+                             "ms_per_step": 1e3 * seconds, "ms_per_vine_step": 1e3 * seconds / vines, "build_s": build})
+                print(f"  {links:2d} links x {vines:4d} vines, {workers} process(es): {1e3 * seconds:9.2f} ms per step, "
+                      f"{1e3 * seconds / vines:7.3f} ms per vine and step ({steps} steps; built in {build:.1f} s)")
     return rows
 
 
@@ -149,9 +171,12 @@ def plot(single, batch, device_name, path):
     single_axes.set_title(f"one vine, 400 steps ({device_name})", fontsize=9)
     single_axes.legend(fontsize=7)
     for links in sorted({r["links"] for r in batch}):
-        rows = [r for r in batch if r["links"] == links]
-        batch_axes.loglog([r["vines"] for r in rows], [r["ms_per_step"] for r in rows], "o-", label=f"{links} links")
-        vine_axes.loglog([r["vines"] for r in rows], [r["ms_per_vine_step"] for r in rows], "o-", label=f"{links} links")
+        for processes in sorted({r["processes"] for r in batch}):
+            rows = [r for r in batch if r["links"] == links and r["processes"] == processes]
+            style = "o-" if processes == 1 else "s--"
+            label = f"{links} links" + ("" if processes == 1 else f", {processes} processes")
+            batch_axes.loglog([r["vines"] for r in rows], [r["ms_per_step"] for r in rows], style, label=label)
+            vine_axes.loglog([r["vines"] for r in rows], [r["ms_per_vine_step"] for r in rows], style, label=label)
     batch_axes.set_xlabel("batch size (vines)")
     batch_axes.set_ylabel("ms per step")
     batch_axes.set_title("batch of vines, cluttered scene", fontsize=9)
@@ -182,7 +207,8 @@ def main(argv=None):
     print("seed 000 Fig. 5: one vine, 400 steps of 10 ms, one circular obstacle")
     single = single_vine(args.device, (30, 60) if args.quick else SINGLE_BODY_COUNTS)
     print("seed 003 Fig. 5: batches of vines with random launch angles")
-    batch = batched(args.device, BATCH_SIZES[:4] if args.quick else BATCH_SIZES, BATCH_LINKS)
+    processes = (os.cpu_count() or 1) if device.is_cpu else 1
+    batch = batched(args.device, BATCH_SIZES[:4] if args.quick else BATCH_SIZES, BATCH_LINKS, processes)
     write_csv(out / "vine_runtime_single.csv", single)
     write_csv(out / "vine_runtime_batch.csv", batch)
     plot(single, batch, f"{device} {device.name}", out / "vine_runtime.png")

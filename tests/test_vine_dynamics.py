@@ -343,8 +343,23 @@ def test_vine_command_writes_usd_csv_png(tmp_path):
     assert (tmp_path / "jitosho_cluttered_2_paths.png").stat().st_size > 0
 
 
+def test_vine_command_workers_write_the_same_tip_paths(tmp_path):
+    """``--workers 2`` splits the batch over two processes: the tips CSV is byte for byte that of one process."""
+    tables = []
+    for workers in ("1", "2"):
+        out = tmp_path / workers
+        run = subprocess.run([*CLI, "vine", "jitosho_cluttered_2", "--vines", "3", "--seconds", "0.1",
+                              "--spread-heading", "0.2", "--workers", workers, "--out", str(out)],
+                             capture_output=True, text=True, timeout=120)
+        assert run.returncode == 0, run.stderr
+        tables.append((out / "jitosho_cluttered_2_tips.csv").read_bytes())
+    assert tables[0] == tables[1]
+
+
 @pytest.mark.parametrize("options, message", [
     (["no_such_scene"], "no such scene file"),
+    (["jitosho_wall", "--workers", "-1"], "--workers must be 0"),
+    (["jitosho_wall", "--workers", "2", "--device", "cuda"], "--workers splits a batch over CPU processes"),
     (["jitosho_wall", "--vines", "0"], "--vines must be at least 1"),
     (["jitosho_wall", "--seconds", "-1"], "--seconds must be a positive"),
     (["jitosho_wall", "--device", "tpu"], "unknown device"),

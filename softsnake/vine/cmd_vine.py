@@ -1,7 +1,9 @@
-"""``softsnake vine SCENE [--vines N] [--seconds T] [--device cpu|cuda] [--out DIR] [--spread-heading RAD]``.
+"""``softsnake vine SCENE [--vines N] [--seconds T] [--device cpu|cuda] [--workers W] [--out DIR] [--spread-heading RAD]``.
 
 Grows N vine robots of a scene through its obstacles, one world each in one batch (seed 003), with
-launch angles spread evenly over ``--spread-heading`` around the scene's heading, and writes to DIR:
+launch angles spread evenly over ``--spread-heading`` around the scene's heading; on the CPU,
+``--workers`` splits the batch over that many processes (softsnake.vine.workers: the same states,
+one core each). Writes to DIR:
 
 - ``<scene>.usd``: the tubes (a tube mesh through the pins of each vine) and the obstacles, one
   time sample per simulation step (streamed; ``<scene>.partial.usd`` if the run is interrupted);
@@ -11,6 +13,7 @@ launch angles spread evenly over ``--spread-heading`` around the scene's heading
 Exit status 0, or 2 with a one-line message for a bad scene, option or output folder.
 """
 
+import contextlib
 import math
 import re
 from pathlib import Path
@@ -30,6 +33,7 @@ from softsnake.vine.cmd_plan import _draw_obstacles  # noqa: E402
 from softsnake.vine.robot import VineBuildError  # noqa: E402
 from softsnake.vine.scene import ObstacleCircle, ObstacleRectangle, SceneError, load_scene  # noqa: E402
 from softsnake.vine.simulation import VineBatch, VineSimulationError, lengths_of, specs_from_scene, tips_of  # noqa: E402
+from softsnake.vine.workers import VineBatchWorkers  # noqa: E402
 
 TUBE_SIDES = 12
 """Vertices around each ring of the USD tube mesh [-]."""
@@ -44,6 +48,8 @@ def add_arguments(parser):
     parser.add_argument("--seconds", type=float, default=None, metavar="T",
                         help="simulated time [s] (default: the scene's sim.duration)")
     parser.add_argument("--device", default="cpu", help="Warp device, e.g. cpu or cuda (default cpu)")
+    parser.add_argument("--workers", type=int, default=1, metavar="W",
+                        help="CPU processes that share the batch (default 1; 0: one per CPU core)")
     parser.add_argument("--out", default=".", metavar="DIR", help="output folder (default: current folder)")
     parser.add_argument("--spread-heading", type=float, default=0.0, metavar="RAD",
                         help="spread of the launch angles around the scene's heading [rad] (default 0)")
@@ -149,6 +155,10 @@ def write_png(path, scene, times, tips, lengths, final_backbones):
 def _check_options(args):
     if args.vines < 1:
         raise UsageError(f"--vines must be at least 1, got {args.vines}")
+    if args.workers < 0:
+        raise UsageError(f"--workers must be 0 (one per CPU core) or a positive number, got {args.workers}")
+    if args.workers != 1 and str(args.device) != "cpu":
+        raise UsageError(f"--workers splits a batch over CPU processes; with --device {args.device} use --workers 1")
     if args.seconds is not None and not (math.isfinite(args.seconds) and args.seconds > 0.0):
         raise UsageError(f"--seconds must be a positive number of seconds, got {args.seconds}")
     if not (math.isfinite(args.spread_heading) and args.spread_heading >= 0.0):
@@ -166,14 +176,23 @@ def run(args):
         out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise UsageError(f"--out {out}: cannot create the folder: {exc.strerror}") from None
+    specs = specs_from_scene(scene, vine_count=args.vines, heading_spread=args.spread_heading)
+    with contextlib.ExitStack() as stack:
+        try:
+            if args.workers == 1:
+                batch = VineBatch(specs, device=args.device)
+            else:
+                batch = stack.enter_context(VineBatchWorkers(specs, workers=args.workers or None))
+        except (ModelError, VineBuildError, VineSimulationError) as exc:
+            raise UsageError(f"{scene.source}: {exc}") from None
+        return _simulate(args, scene, specs, batch, out)
+
+
+def _simulate(args, scene, specs, batch, out):
+    """Run the batch, stream the USD scene, then write the CSV and the plot."""
     seconds = scene.sim.duration if args.seconds is None else args.seconds
     dt = scene.sim.dt
     steps = max(1, int(round(seconds / dt)))
-    specs = specs_from_scene(scene, vine_count=args.vines, heading_spread=args.spread_heading)
-    try:
-        batch = VineBatch(specs, device=args.device)
-    except (ModelError, VineBuildError, VineSimulationError) as exc:
-        raise UsageError(f"{scene.source}: {exc}") from None
 
     stem = re.sub(r"[^A-Za-z0-9_.-]", "_", scene.name)
     usd_path, csv_path, png_path = out / f"{stem}.usd", out / f"{stem}_tips.csv", out / f"{stem}_paths.png"

@@ -122,6 +122,16 @@ def steering_pressure(curvature):
     return np.asarray(curvature, dtype=float) * STEERING_SUPPLY_PRESSURE / STEERING_CURVATURE_MAX
 
 
+def batch_link_count(specs):
+    """The link count shared by every VineSpec of a batch (VineSimulationError if none or they differ)."""
+    if not specs:
+        raise VineSimulationError("a batch needs at least one vine")
+    links = {spec.vine.link_count for spec in specs}
+    if len(links) != 1:
+        raise VineSimulationError(f"all vines of a batch need the same link count, got {sorted(links)}")
+    return links.pop()
+
+
 class VineBatch:
     """Many vines, one world each, simulated together.
 
@@ -140,11 +150,7 @@ class VineBatch:
     def __init__(self, specs, *, device="cpu", growth="uniform", link_extension_max=None, friction=0.0,
                  stall_force=None, solver_options=None, steering_latency=True):
         specs = list(specs)
-        if not specs:
-            raise VineSimulationError("a batch needs at least one vine")
-        links = {spec.vine.link_count for spec in specs}
-        if len(links) != 1:
-            raise VineSimulationError(f"all vines of a batch need the same link count, got {sorted(links)}")
+        link_count = batch_link_count(specs)
         if growth not in GROWTH_MODES:
             raise VineSimulationError(f"growth must be one of {', '.join(GROWTH_MODES)}, got {growth!r}")
         if growth == "tip" and not (link_extension_max is not None and math.isfinite(link_extension_max)
@@ -164,7 +170,7 @@ class VineBatch:
             top.add_world(world)
             self.handles.append(handle)
         self.model = top.finalize(device)
-        self.link_count = links.pop()
+        self.link_count = link_count
         self.solver = Solver(self.model, **solver_settings(self.link_count, solver_options))
         self.state = self.model.state()
         self.control = self.model.control()
