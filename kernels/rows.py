@@ -13,7 +13,7 @@ turns those into the linear system of one Newton step,
 
 import warp as wp
 
-from .entities import body_generalized_inverse_mass
+from .entities import body_generalized_inverse_mass, nonnegative
 
 
 @wp.func
@@ -35,6 +35,16 @@ def block_coupled(values: wp.array(dtype=float), row: int, block_start: int, dia
     return s
 
 
+@wp.func
+def planar_body_inverse_mass(inv_mass: float, inv_inertia_zz: float, jx: float, jy: float, jrz: float):
+    """``body_generalized_inverse_mass`` of an in-plane block (jx, jy, 0 | 0, 0, jrz), bit for bit.
+
+    The dropped terms of the full products are exact zeros: adding them changes no bit of a
+    nonzero sum, at most the sign of a zero one, which the diagonal's sum then absorbs.
+    """
+    return (jx * jx + jy * jy) * inv_mass + jrz * (inv_inertia_zz * jrz)
+
+
 @wp.kernel
 def prepare_rows(
     J_offsets: wp.array(dtype=int),
@@ -51,26 +61,35 @@ def prepare_rows(
     body_inv_mass: wp.array(dtype=float),
     body_inv_inertia_world: wp.array(dtype=wp.mat33),
     particle_dof_count: int,
+    planar: int,
     rhs: wp.array(dtype=float),
     compliance_eff: wp.array(dtype=float),
     coupling_eff: wp.array(dtype=float),
     inv_diagonal: wp.array(dtype=float),
 ):
-    i = wp.tid()
+    """Right-hand side, effective compliance and Jacobi diagonal of every row.
+
+    J is the solver's J (planar models: the in-plane columns only, 3 per body, 2 per particle).
+    The out-of-plane entries that planar rows leave zero would add exact zeros to the damping
+    term and the diagonal, so the result is the same as over the full J, for a third of the work.
+    """
+    i = nonnegative(wp.tid())
     gamma = row_damping[i]
-    start = J_offsets[i]
+    start = nonnegative(J_offsets[i])
     end = J_offsets[i + 1]
 
     damping_term = float(0.0)
     if gamma > 0.0:
-        for k in range(start, end):
-            damping_term += J_values[k] * displacement[J_columns[k]]
+        k = start
+        while k < end:
+            damping_term += J_values[k] * displacement[nonnegative(J_columns[k])]
+            k += 1
         damping_term *= gamma
 
     s = 1.0 / (1.0 + gamma)
     alpha = row_compliance[i]
     off = row_coupling[i]
-    block = row_block_start[i]
+    block = nonnegative(row_block_start[i])
     rhs[i] = -(row_c[i] + damping_term + block_coupled(lam, i, block, alpha, off)) * s
     compliance_eff[i] = alpha * s
     coupling_eff[i] = off * s
@@ -78,16 +97,21 @@ def prepare_rows(
     diag = float(0.0)
     k = start
     while k < end:
-        col = J_columns[k]
+        col = nonnegative(J_columns[k])
         if col < particle_dof_count:
             diag += J_values[k] * J_values[k] * particle_inv_mass[col // 3]
             k += 1
         else:
             b = (col - particle_dof_count) // 6
-            lin = wp.vec3(J_values[k], J_values[k + 1], J_values[k + 2])
-            ang = wp.vec3(J_values[k + 3], J_values[k + 4], J_values[k + 5])
-            diag += body_generalized_inverse_mass(body_inv_mass[b], body_inv_inertia_world[b], lin, ang)
-            k += 6
+            if planar != 0:
+                diag += planar_body_inverse_mass(body_inv_mass[b], body_inv_inertia_world[b][2, 2], J_values[k],
+                                                 J_values[k + 1], J_values[k + 2])
+                k += 3
+            else:
+                lin = wp.vec3(J_values[k], J_values[k + 1], J_values[k + 2])
+                ang = wp.vec3(J_values[k + 3], J_values[k + 4], J_values[k + 5])
+                diag += body_generalized_inverse_mass(body_inv_mass[b], body_inv_inertia_world[b], lin, ang)
+                k += 6
     diag += alpha * s
     if diag > 0.0:
         inv_diagonal[i] = 1.0 / diag
@@ -98,8 +122,22 @@ def prepare_rows(
 @wp.kernel
 def gather_values(J_values: wp.array(dtype=float), source: wp.array(dtype=int), values: wp.array(dtype=float)):
     """Fill a fixed-topology copy of J's entries (the CSR of J^T, or the solver's J) from J (no atomics)."""
-    k = wp.tid()
-    values[k] = J_values[source[k]]
+    k = nonnegative(wp.tid())
+    values[k] = J_values[nonnegative(source[k])]
+
+
+@wp.kernel
+def gather_solve_values(
+    J_values: wp.array(dtype=float),
+    solve_source: wp.array(dtype=int),
+    transpose_source: wp.array(dtype=int),
+    solve_values: wp.array(dtype=float),
+    transpose_values: wp.array(dtype=float),
+):
+    """Fill the solver's J and its transpose (same entries, other order) from J in one pass."""
+    k = nonnegative(wp.tid())
+    solve_values[k] = J_values[nonnegative(solve_source[k])]
+    transpose_values[k] = J_values[nonnegative(transpose_source[k])]
 
 
 @wp.kernel

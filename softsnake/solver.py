@@ -286,9 +286,9 @@ class Solver:
             state.particle_q, self.particle_q_prev, state.body_q, self.body_q_prev, m.particle_count, self.displacement])]
         commands += self._jacobian_commands(state, control, h)
         commands.append(self._record(rows.prepare_rows, m.row_count, [
-            m.J_offsets, m.J_columns, self.J_values, self.row_c, self.row_compliance, self.row_coupling, m.row_block_start,
-            self.row_damping, self.lam, self.displacement, m.particle_inv_mass, m.body_inv_mass, self.body_inv_inertia_world,
-            3 * m.particle_count],
+            m.solve_offsets, m.solve_columns, self.J_solve_values, self.row_c, self.row_compliance, self.row_coupling,
+            m.row_block_start, self.row_damping, self.lam, self.displacement, m.particle_inv_mass, m.body_inv_mass,
+            self.body_inv_inertia_world, 3 * m.particle_count, self._planar],
             outputs=[self.rhs, self.compliance_eff, self.coupling_eff, self.inv_diagonal]))
         commands += self._solve_commands()
         if m.contact_slot_count:
@@ -311,8 +311,10 @@ class Solver:
                                          [state.body_q, m.body_inv_inertia, self.body_inv_inertia_world]))
         commands += self._row_commands(state, control, h, 1.0 / h, 1.0 / (h * h))
         if m.solve_compact:
-            commands.append(self._record(rows.gather_values, m.solve_nnz, [self.J_values, m.solve_source, self.J_solve_values]))
-        commands.append(self._record(rows.gather_values, m.solve_nnz, [self.J_values, m.JT_source, self.JT_values]))
+            commands.append(self._record(rows.gather_solve_values, m.solve_nnz, [
+                self.J_values, m.solve_source, m.JT_source, self.J_solve_values, self.JT_values]))
+        else:
+            commands.append(self._record(rows.gather_values, m.solve_nnz, [self.J_values, m.JT_source, self.JT_values]))
         return commands
 
     def _move_commands(self, state, x):
@@ -372,7 +374,7 @@ class Solver:
         m = self.model
         return self._record(integration.apply_inverse_mass_transpose, self.entity_count, [
             m.JT_offsets, m.JT_offsets[1:], m.JT_columns, self.JT_values, x, m.particle_inv_mass, m.body_inv_mass, self.body_inv_inertia_world,
-            m.particle_count], outputs=[self.u])
+            m.particle_count, self._planar], outputs=[self.u])
 
     def _multiply_commands(self, x, y):
         """y = [J M^-1 J^T + E] x."""
@@ -396,7 +398,7 @@ class Solver:
         if self.linear_solver == "per_world":
             return [self._record(linear_solver.cr_solve_per_world, m.world_count, [
                 m.row_world_start_device, m.particle_world_start_device, m.body_world_start_device, m.particle_count,
-                self.linear_iterations, m.solve_offsets, m.solve_columns, self.J_solve_values, m.JT_offsets, m.JT_columns,
+                self._planar, self.linear_iterations, m.solve_offsets, m.solve_columns, self.J_solve_values, m.JT_offsets, m.JT_columns,
                 self.JT_values, m.particle_inv_mass, m.body_inv_mass, self.body_inv_inertia_world, self.compliance_eff,
                 self.coupling_eff, m.row_block_start, self.rhs, self.inv_diagonal, self.row_live, self.live_rows,
                 self.JT_live_ends],
