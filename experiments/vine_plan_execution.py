@@ -27,7 +27,6 @@ experiments/results) and prints the tip errors.
 Usage: python experiments/vine_plan_execution.py [--out DIR]
 """
 
-import argparse
 import math
 import sys
 from pathlib import Path
@@ -39,15 +38,14 @@ import matplotlib  # noqa: E402
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402  (the backend must be chosen first)
 import numpy as np  # noqa: E402
-import warp as wp  # noqa: E402
 
 from softsnake.output_files import save_png, write_dict_csv  # noqa: E402
 from softsnake.vine.cmd_plan import _draw_obstacles  # noqa: E402
 from softsnake.vine.planner import plan_paths  # noqa: E402
 from softsnake.vine.scene import VineParams, load_scene  # noqa: E402
 from softsnake.vine.simulation import VineBatch, VineSpec, rollout, steering_pressure  # noqa: E402
+from output_folder import output_folder  # noqa: E402
 
-RESULTS = Path(__file__).resolve().parent / "results"
 LINK_COUNT = 48
 """Links of the vine: about 39 mm each at the planned length, so that the 32 mm contact spheres
 overlap and the 2.5 mm obstacles cannot slip between them."""
@@ -134,11 +132,7 @@ def backbone(poses, half_length):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", default=str(RESULTS), help="output folder (default experiments/results)")
-    out = Path(parser.parse_args(argv).out)
-    out.mkdir(parents=True, exist_ok=True)
-    wp.config.quiet = True
+    out = output_folder(__doc__, argv)
     scene = load_scene("planner_navigation")
     result = plan_paths(scene.plan, scene.obstacles, base_heading=scene.vine.heading)
     plan = result.best

@@ -20,7 +20,6 @@ vine_reference_shapes.png, vine_reference_errors.png, vine_wall_fit.csv, vine_wa
 Usage: python experiments/vine_reference.py [--out DIR]
 """
 
-import argparse
 import sys
 import time
 from dataclasses import replace
@@ -41,8 +40,8 @@ from softsnake.vine.cmd_plan import _draw_obstacles  # noqa: E402
 from softsnake.vine.reference import load_jitosho_rollout, load_wall_fit, rollout_length, rollout_tip  # noqa: E402
 from softsnake.vine.scene import load_scene  # noqa: E402
 from softsnake.vine.simulation import VineBatch, VineSpec, rollout, specs_from_scene  # noqa: E402
+from output_folder import output_folder  # noqa: E402
 
-RESULTS = Path(__file__).resolve().parent / "results"
 SNAPSHOT_TIMES = (0.5, 1.5, 2.5, 3.0, 3.5, 4.0, 4.5, 4.99)
 """Instants of the shape comparison [s]."""
 
@@ -216,11 +215,7 @@ def plot_wall(fit, path):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", default=str(RESULTS), help="output folder (default experiments/results)")
-    out = Path(parser.parse_args(argv).out)
-    out.mkdir(parents=True, exist_ok=True)
-    wp.config.quiet = True
+    out = output_folder(__doc__, argv)
     print(f"device: {wp.get_device('cpu')} ({wp.get_device('cpu').name})")
 
     runs = [cluttered(number, substeps) for substeps in (1, 2) for number in (1, 2)]
