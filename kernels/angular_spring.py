@@ -12,7 +12,7 @@ gamma = C / (k h) of the common row machinery (rows.prepare_rows).
 
 import warp as wp
 
-from .entities import write_body_block
+from .entities import nonnegative, write_body_block
 from .hinge import body_frame
 
 
@@ -70,10 +70,11 @@ def eval_angular_spring_rows(
     row_compliance: wp.array(dtype=float),
     row_damping: wp.array(dtype=float),
 ):
-    t = wp.tid()
+    t = nonnegative(wp.tid())
+    # a may be -1 (the static world): tested before it indexes anything (body_frame).
     a = spring_body_a[t]
     qa = wp.transform_get_rotation(body_frame(body_q, a))
-    qb = wp.transform_get_rotation(body_q[spring_body_b[t]])
+    qb = wp.transform_get_rotation(body_q[nonnegative(spring_body_b[t])])
     q_rel = wp.quat_inverse(qa * spring_rest_rotation[t]) * qb
     axis_local = spring_axis_a[t]
     # The axis is fixed in a's frame; q_rel is expressed in the rest frame q_a q0, whose axis is q0^-1 axis.
@@ -86,13 +87,13 @@ def eval_angular_spring_rows(
     k_t = k_lin
     count = spring_curve_count[t]
     if count >= 2:
-        ms = curve_moment_and_slope(dtheta, spring_curve_start[t], count, curve_angle, curve_moment)
+        ms = curve_moment_and_slope(dtheta, nonnegative(spring_curve_start[t]), count, curve_angle, curve_moment)
         # A vanishing tangent stiffness would make the row's compliance infinite; keep a floor.
         k_t = wp.max(ms[1], min_stiffness_ratio * k_lin)
         c = ms[0] / k_t
 
-    row = spring_row[t]
-    nz = J_offsets[row]
+    row = nonnegative(spring_row[t])
+    nz = nonnegative(J_offsets[row])
     if a >= 0:
         write_body_block(J_values, nz, wp.vec3(0.0), -axis)
         nz += 6

@@ -2,7 +2,7 @@
 
 import warp as wp
 
-from .entities import write_body_block, write_particle_block
+from .entities import nonnegative, write_body_block, write_particle_block
 
 
 @wp.kernel
@@ -23,13 +23,14 @@ def eval_attachment_rows(
     row_compliance: wp.array(dtype=float),
     row_damping: wp.array(dtype=float),
 ):
-    t = wp.tid()
-    tf = body_q[attachment_body[t]]
+    t = nonnegative(wp.tid())
+    tf = body_q[nonnegative(attachment_body[t])]
     r = wp.quat_rotate(wp.transform_get_rotation(tf), attachment_local[t])
-    c = wp.transform_get_translation(tf) + r - particle_q[attachment_particle[t]]
+    c = wp.transform_get_translation(tf) + r - particle_q[nonnegative(attachment_particle[t])]
+    row0 = nonnegative(attachment_row[t])
     for k in range(3):
-        row = attachment_row[t] + k
-        nz = J_offsets[row]
+        row = row0 + k
+        nz = nonnegative(J_offsets[row])
         e = wp.vec3(0.0)
         e[k] = 1.0
         write_body_block(J_values, nz, e, wp.cross(r, e))

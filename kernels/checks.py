@@ -3,6 +3,8 @@
 
 import warp as wp
 
+from .entities import nonnegative
+
 NONFINITE = wp.constant(2)
 TOO_FAST = wp.constant(1)
 
@@ -29,12 +31,12 @@ def flag_blown_up_particles(
     max_speed: float,
     world_flag: wp.array(dtype=int),
 ):
-    i = wp.tid()
+    i = nonnegative(wp.tid())
     flag = speed_flag(particle_qd[i], max_speed)
     if not vec_finite(particle_q[i]):
         flag = NONFINITE
     if flag != 0:
-        wp.atomic_max(world_flag, particle_world[i], flag)
+        wp.atomic_max(world_flag, nonnegative(particle_world[i]), flag)
 
 
 @wp.kernel
@@ -45,7 +47,7 @@ def flag_blown_up_bodies(
     max_speed: float,
     world_flag: wp.array(dtype=int),
 ):
-    i = wp.tid()
+    i = nonnegative(wp.tid())
     tf = body_q[i]
     qd = body_qd[i]
     flag = speed_flag(wp.vec3(qd[0], qd[1], qd[2]), max_speed)
@@ -55,4 +57,4 @@ def flag_blown_up_bodies(
     if not vec_finite(wp.vec3(qd[3], qd[4], qd[5])):
         flag = NONFINITE
     if flag != 0:
-        wp.atomic_max(world_flag, body_world[i], flag)
+        wp.atomic_max(world_flag, nonnegative(body_world[i]), flag)

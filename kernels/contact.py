@@ -27,7 +27,7 @@ plane would hold motion that the integrator removes anyway.
 
 import warp as wp
 
-from .entities import body_generalized_inverse_mass, write_body_block, write_particle_block
+from .entities import body_generalized_inverse_mass, nonnegative, write_body_block, write_particle_block
 from .rows import write_neutral_row
 
 OBSTACLE_PLANE = wp.constant(0)
@@ -98,7 +98,7 @@ def entity_point(
 ):
     if entity < particle_count:
         return particle_q[entity]
-    return wp.transform_point(body_q[entity - particle_count], local)
+    return wp.transform_point(body_q[nonnegative(entity - particle_count)], local)
 
 
 @wp.func
@@ -139,16 +139,16 @@ def detect_contacts(
     contact_surface: wp.array(dtype=wp.vec3),
     contact_start: wp.array(dtype=wp.vec3),
 ):
-    s = wp.tid()
-    e = slot_entity[s]
-    o = slot_obstacle[s]
+    s = nonnegative(wp.tid())
+    e = nonnegative(slot_entity[s])
+    o = nonnegative(slot_obstacle[s])
     kind = obstacle_kind[o]
     tf = obstacle_transform[o]
     size = obstacle_size[o]
     anchor = slot_local[s]
     if slot_kind[s] == POINT_CYLINDER_RIM:
         # The cap's rim point deepest toward the obstacle, chosen once per substep.
-        body_tf = body_q[e - particle_count]
+        body_tf = body_q[nonnegative(e - particle_count)]
         nd = obstacle_distance(kind, tf, size, wp.transform_point(body_tf, anchor))
         down = wp.quat_rotate_inv(wp.transform_get_rotation(body_tf), -wp.vec3(nd[0], nd[1], nd[2]))
         axis = slot_axis[s]
@@ -163,7 +163,7 @@ def detect_contacts(
     if e >= particle_count:
         # Friction acts on the material point of a rounded body shape that touches the obstacle,
         # so that a sphere or capsule rolls instead of sliding.
-        body_rot = wp.transform_get_rotation(body_q[e - particle_count])
+        body_rot = wp.transform_get_rotation(body_q[nonnegative(e - particle_count)])
         anchor = anchor - wp.quat_rotate_inv(body_rot, n) * slot_radius[s]
     p0 = entity_point(e, anchor, particle_count, particle_q_prev, body_q_prev)
     contact_anchor[s] = anchor
@@ -203,7 +203,7 @@ def write_contact_jacobian(
     if entity < particle_count:
         write_particle_block(J_values, nz, direction)
         return particle_inv_mass[entity]
-    b = entity - particle_count
+    b = nonnegative(entity - particle_count)
     ang = wp.cross(r, direction)
     write_body_block(J_values, nz, direction, ang)
     return body_generalized_inverse_mass(body_inv_mass[b], body_inv_inertia_world[b], direction, ang)
@@ -248,28 +248,29 @@ def eval_contact_rows(
     row_compliance: wp.array(dtype=float),
     row_damping: wp.array(dtype=float),
 ):
-    s = wp.tid()
-    e = slot_entity[s]
-    row = slot_row[s]
+    s = nonnegative(wp.tid())
+    e = nonnegative(slot_entity[s])
+    row = nonnegative(slot_row[s])
     friction_rows = 2
     if planar != 0:
         friction_rows = 1
     if contact_active[s] == 0:
         for k in range(1 + friction_rows):
-            zero_contact_jacobian(J_values, J_offsets[row + k], e, particle_count)
+            zero_contact_jacobian(J_values, nonnegative(J_offsets[row + k]), e, particle_count)
             write_neutral_row(row + k, row_c, row_compliance, row_damping)
         return
 
     p = entity_point(e, contact_anchor[s], particle_count, particle_q, body_q)
     r = wp.vec3(0.0)
     if e >= particle_count:
-        r = p - wp.transform_get_translation(body_q[e - particle_count])
+        r = p - wp.transform_get_translation(body_q[nonnegative(e - particle_count)])
     basis = tangent_basis(contact_normal[s])
 
     # Normal row: Fischer-Burmeister.
     n = contact_normal[s]
+    nz_n = nonnegative(J_offsets[row])
     w_n = write_contact_jacobian(
-        J_values, J_offsets[row], e, particle_count, r, n, particle_inv_mass, body_inv_mass, body_inv_inertia_world
+        J_values, nz_n, e, particle_count, r, n, particle_inv_mass, body_inv_mass, body_inv_inertia_world
     )
     lam_n = lam[row]
     a = wp.dot(n, p - contact_surface[s])
@@ -295,14 +296,15 @@ def eval_contact_rows(
     limit = slot_mu[s] * wp.max(lam_n, 0.0)
     for k in range(friction_rows):
         fr = row + 1 + k
+        nz_t = nonnegative(J_offsets[fr])
         t = wp.vec3(basis[k, 0], basis[k, 1], basis[k, 2])
         w_t = write_contact_jacobian(
-            J_values, J_offsets[fr], e, particle_count, r, t, particle_inv_mass, body_inv_mass, body_inv_inertia_world
+            J_values, nz_t, e, particle_count, r, t, particle_inv_mass, body_inv_mass, body_inv_inertia_world
         )
         row_damping[fr] = 0.0
         if limit <= 0.0 or w_t <= 0.0:
             # No friction yet (or none at all): the row must not touch the bodies.
-            zero_contact_jacobian(J_values, J_offsets[fr], e, particle_count)
+            zero_contact_jacobian(J_values, nz_t, e, particle_count)
             write_neutral_row(fr, row_c, row_compliance, row_damping)
         elif contact_sliding[s] == 0:
             row_c[fr] = u[k]
@@ -339,10 +341,10 @@ def check_friction_cone(
     at most once per substep (it sticks again only at the next substep's detection), so the
     rejections end.
     """
-    s = wp.tid()
+    s = nonnegative(wp.tid())
     if contact_active[s] == 0 or contact_sliding[s] != 0:
         return
-    row = slot_row[s]
+    row = nonnegative(slot_row[s])
     limit = slot_mu[s] * wp.max(lam[row] + dlam[row], 0.0)
     f = wp.vec2(lam[row + 1] + dlam[row + 1], 0.0)
     if planar == 0:
@@ -351,11 +353,11 @@ def check_friction_cone(
     if limit > 0.0 and norm > limit * (1.0 + 1.0e-6):
         contact_sliding[s] = 1
         contact_slide_direction[s] = f / norm
-        wp.atomic_max(world_reject, row_world[row], 1)
+        wp.atomic_max(world_reject, nonnegative(row_world[row]), 1)
 
 
 @wp.kernel
 def reject_world_steps(row_world: wp.array(dtype=int), world_reject: wp.array(dtype=int), dlam: wp.array(dtype=float)):
-    i = wp.tid()
-    if world_reject[row_world[i]] != 0:
+    i = nonnegative(wp.tid())
+    if world_reject[nonnegative(row_world[i])] != 0:
         dlam[i] = 0.0

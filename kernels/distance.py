@@ -7,7 +7,7 @@ pressurised (p <= 0) is not driven at all, so the passive side of a bending link
 
 import warp as wp
 
-from .entities import write_particle_block
+from .entities import nonnegative, write_particle_block
 from .rows import write_neutral_row
 
 
@@ -30,17 +30,18 @@ def eval_distance_rows(
     row_compliance: wp.array(dtype=float),
     row_damping: wp.array(dtype=float),
 ):
-    tid = wp.tid()
-    row = distance_row[tid]
-    nz = J_offsets[row]
+    tid = nonnegative(wp.tid())
+    row = nonnegative(distance_row[tid])
+    nz = nonnegative(J_offsets[row])
     ij = distance_particles[tid]
-    d = particle_q[ij[0]] - particle_q[ij[1]]
+    d = particle_q[nonnegative(ij[0])] - particle_q[nonnegative(ij[1])]
     length = wp.length(d)
 
     scale = float(1.0)
+    # channel is -1 for a structural row: tested before it indexes the pressures.
     channel = distance_pressure_channel[tid]
     if channel >= 0:
-        p = pressure[channel]
+        p = pressure[nonnegative(channel)]
         if p <= 0.0:
             write_particle_block(J_values, nz, wp.vec3(0.0))
             write_particle_block(J_values, nz + 3, wp.vec3(0.0))

@@ -10,14 +10,14 @@ of the plane, which the integrator removes.
 
 import warp as wp
 
-from .entities import write_body_block
+from .entities import nonnegative, write_body_block
 
 
 @wp.func
 def body_frame(body_q: wp.array(dtype=wp.transform), body: int):
     if body < 0:
         return wp.transform_identity()
-    return body_q[body]
+    return body_q[nonnegative(body)]
 
 
 @wp.kernel
@@ -40,10 +40,11 @@ def eval_hinge_rows(
     row_compliance: wp.array(dtype=float),
     row_damping: wp.array(dtype=float),
 ):
-    t = wp.tid()
+    t = nonnegative(wp.tid())
+    # a may be -1 (the static world): tested before it indexes anything (body_frame).
     a = hinge_body_a[t]
     tf_a = body_frame(body_q, a)
-    tf_b = body_q[hinge_body_b[t]]
+    tf_b = body_q[nonnegative(hinge_body_b[t])]
     qa = wp.transform_get_rotation(tf_a)
     qb = wp.transform_get_rotation(tf_b)
     ra = wp.quat_rotate(qa, hinge_anchor_a[t])
@@ -57,9 +58,10 @@ def eval_hinge_rows(
     row_count = 5
     if planar != 0:
         row_count = 2
+    row0 = nonnegative(hinge_row[t])
     for k in range(row_count):
-        row = hinge_row[t] + k
-        nz = J_offsets[row]
+        row = row0 + k
+        nz = nonnegative(J_offsets[row])
         lin = wp.vec3(0.0)
         ang_a = wp.vec3(0.0)
         ang_b = wp.vec3(0.0)

@@ -22,7 +22,7 @@ def predict_particles(
     particle_q_prev: wp.array(dtype=wp.vec3),
     particle_q_pred: wp.array(dtype=wp.vec3),
 ):
-    i = wp.tid()
+    i = nonnegative(wp.tid())
     x = particle_q[i]
     v = particle_qd[i]
     particle_q_prev[i] = x
@@ -50,7 +50,7 @@ def predict_bodies(
     body_q_prev: wp.array(dtype=wp.transform),
     body_q_pred: wp.array(dtype=wp.transform),
 ):
-    i = wp.tid()
+    i = nonnegative(wp.tid())
     tf = body_q[i]
     body_q_prev[i] = tf
     p = wp.transform_get_translation(tf)
@@ -85,7 +85,7 @@ def update_world_inverse_inertia(
     body_inv_inertia: wp.array(dtype=wp.mat33),
     body_inv_inertia_world: wp.array(dtype=wp.mat33),
 ):
-    i = wp.tid()
+    i = nonnegative(wp.tid())
     R = wp.quat_to_matrix(wp.transform_get_rotation(body_q[i]))
     body_inv_inertia_world[i] = R * body_inv_inertia[i] * wp.transpose(R)
 
@@ -100,14 +100,14 @@ def substep_displacement(
     displacement: wp.array(dtype=float),
 ):
     """Displacement of every degree of freedom since the start of the substep (for damping rows)."""
-    e = wp.tid()
+    e = nonnegative(wp.tid())
     if e < particle_count:
         d = particle_q[e] - particle_q_prev[e]
         for k in range(3):
             displacement[3 * e + k] = d[k]
     else:
-        b = e - particle_count
-        base = 3 * particle_count + 6 * b
+        b = nonnegative(e - particle_count)
+        base = nonnegative(3 * particle_count + 6 * b)
         d = wp.transform_get_translation(body_q[b]) - wp.transform_get_translation(body_q_prev[b])
         r = rotation_vector_between(wp.transform_get_rotation(body_q[b]), wp.transform_get_rotation(body_q_prev[b]))
         for k in range(3):
@@ -246,12 +246,12 @@ def apply_position_update(
     body_q: wp.array(dtype=wp.transform),
 ):
     """Move particles and bodies by a generalized displacement (bodies: linear, then rotation vector)."""
-    e = wp.tid()
+    e = nonnegative(wp.tid())
     if e < particle_count:
         particle_q[e] = particle_q[e] + wp.vec3(dx[3 * e], dx[3 * e + 1], dx[3 * e + 2])
     else:
-        b = e - particle_count
-        base = 3 * particle_count + 6 * b
+        b = nonnegative(e - particle_count)
+        base = nonnegative(3 * particle_count + 6 * b)
         tf = body_q[b]
         p = wp.transform_get_translation(tf) + wp.vec3(dx[base], dx[base + 1], dx[base + 2])
         w = wp.vec3(dx[base + 3], dx[base + 4], dx[base + 5])
@@ -269,7 +269,7 @@ def finish_particle_velocities(
 ):
     """v = (x - x_n) / h, written as v~ + (x - x~) / h: the same number, but float32 keeps it
     exact where no constraint acts (the difference of two nearby large positions would not)."""
-    i = wp.tid()
+    i = nonnegative(wp.tid())
     particle_qd[i] = particle_qd[i] + (particle_q[i] - particle_q_pred[i]) * inv_h
 
 
@@ -281,7 +281,7 @@ def finish_body_velocities(
     body_qd: wp.array(dtype=wp.spatial_vector),
 ):
     """Body counterpart of finish_particle_velocities (rotation: the rotation vector from q~ to q)."""
-    i = wp.tid()
+    i = nonnegative(wp.tid())
     tf = body_q[i]
     tf_pred = body_q_pred[i]
     v = wp.spatial_top(body_qd[i]) + (wp.transform_get_translation(tf) - wp.transform_get_translation(tf_pred)) * inv_h

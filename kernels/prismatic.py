@@ -30,7 +30,7 @@ the plane, which the integrator removes.
 
 import warp as wp
 
-from .entities import write_body_block
+from .entities import nonnegative, write_body_block
 from .hinge import body_frame
 from .rows import write_neutral_row
 
@@ -83,16 +83,18 @@ def eval_prismatic_rows(
     row_compliance: wp.array(dtype=float),
     row_damping: wp.array(dtype=float),
 ):
-    t = wp.tid()
+    t = nonnegative(wp.tid())
+    # a may be -1 (the static world): tested before it indexes anything (body_frame).
     a = prismatic_body_a[t]
     has_a = int(0)
     if a >= 0:
         has_a = 1
     tf_a = body_frame(body_q, a)
-    tf_b = body_q[prismatic_body_b[t]]
+    b = nonnegative(prismatic_body_b[t])
+    tf_b = body_q[b]
     qa = wp.transform_get_rotation(tf_a)
     qb = wp.transform_get_rotation(tf_b)
-    row = prismatic_row[t]
+    row = nonnegative(prismatic_row[t])
     alpha = prismatic_compliance[t] * inv_h2
     # Planar: only the rotation about z (axis 2) and the in-plane normal.
     first_rotation = int(0)
@@ -110,7 +112,8 @@ def eval_prismatic_rows(
     for k in range(first_rotation, 3):
         e = wp.vec3(0.0)
         e[k] = 1.0
-        write_joint_rows(J_values, J_offsets[row], has_a, wp.vec3(0.0), -w * e + wp.cross(v, e), w * e + wp.cross(v, e))
+        nz = nonnegative(J_offsets[row])
+        write_joint_rows(J_values, nz, has_a, wp.vec3(0.0), -w * e + wp.cross(v, e), w * e + wp.cross(v, e))
         row_c[row] = 2.0 * v[k]
         row_compliance[row] = alpha
         row_damping[row] = 0.0
@@ -128,16 +131,17 @@ def eval_prismatic_rows(
         elif k == 1:
             local = prismatic_normal_a2[t]
         n = wp.quat_rotate(qa, local)
-        write_joint_rows(J_values, J_offsets[row], has_a, n, -wp.cross(r_ab, n), wp.cross(r_b, n))
+        nz = nonnegative(J_offsets[row])
+        write_joint_rows(J_values, nz, has_a, n, -wp.cross(r_ab, n), wp.cross(r_b, n))
         row_c[row] = wp.dot(n, d)
         row_compliance[row] = alpha
         row_damping[row] = 0.0
         row += 1
-    nz = J_offsets[row]
+    nz = nonnegative(J_offsets[row])
     if prismatic_driven[t] != 0:
         n = wp.quat_rotate(qa, axis_local)
         tf_a_prev = body_frame(body_q_prev, a)
-        tf_b_prev = body_q_prev[prismatic_body_b[t]]
+        tf_b_prev = body_q_prev[b]
         d_prev = anchor_offset(tf_a_prev, tf_b_prev, prismatic_anchor_a[t], prismatic_anchor_b[t])
         extension_prev = wp.dot(wp.quat_rotate(wp.transform_get_rotation(tf_a_prev), axis_local), d_prev)
         write_joint_rows(J_values, nz, has_a, n, -wp.cross(r_ab, n), wp.cross(r_b, n))

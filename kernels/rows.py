@@ -142,13 +142,13 @@ def gather_solve_values(
 
 @wp.kernel
 def accumulate_multipliers(lam: wp.array(dtype=float), dlam: wp.array(dtype=float)):
-    i = wp.tid()
+    i = nonnegative(wp.tid())
     lam[i] = lam[i] + dlam[i]
 
 
 @wp.kernel
 def scale_multipliers(lam: wp.array(dtype=float), factor: float):
-    i = wp.tid()
+    i = nonnegative(wp.tid())
     lam[i] = lam[i] * factor
 
 
@@ -170,6 +170,6 @@ def flag_pressure_switches(
 @wp.kernel
 def drop_cold_multipliers(lam: wp.array(dtype=float), row_world: wp.array(dtype=int), world_cold: wp.array(dtype=int)):
     """lambda <- 0 in the worlds marked cold; the others keep theirs for the warm start."""
-    i = wp.tid()
-    if world_cold[row_world[i]] != 0:
+    i = nonnegative(wp.tid())
+    if world_cold[nonnegative(row_world[i])] != 0:
         lam[i] = 0.0

@@ -11,7 +11,7 @@ i.e. incompressible) as nu -> 0.5.
 
 import warp as wp
 
-from .entities import write_particle_block
+from .entities import nonnegative, write_particle_block
 
 
 @wp.func
@@ -60,10 +60,13 @@ def eval_tetrahedron_rows(
     row_coupling: wp.array(dtype=float),
     row_damping: wp.array(dtype=float),
 ):
-    t = wp.tid()
+    t = nonnegative(wp.tid())
     idx = tet_particles[t]
-    x0 = particle_q[idx[0]]
-    Ds = wp.matrix_from_cols(particle_q[idx[1]] - x0, particle_q[idx[2]] - x0, particle_q[idx[3]] - x0)
+    x0 = particle_q[nonnegative(idx[0])]
+    x1 = particle_q[nonnegative(idx[1])]
+    x2 = particle_q[nonnegative(idx[2])]
+    x3 = particle_q[nonnegative(idx[3])]
+    Ds = wp.matrix_from_cols(x1 - x0, x2 - x0, x3 - x0)
     B = tet_inv_rest[t]
     F = Ds * B
     R = polar_rotation(F)
@@ -73,7 +76,7 @@ def eval_tetrahedron_rows(
     scale = inv_h2 / (tet_youngs_modulus[t] * tet_volume[t])
     nu = tet_poisson_ratio[t]
     gamma = tet_damping[t] * inv_h
-    row0 = tet_row[t]
+    row0 = nonnegative(tet_row[t])
 
     for k in range(6):
         i = int(k)
@@ -88,7 +91,7 @@ def eval_tetrahedron_rows(
             i = 0
             j = 1
         row = row0 + k
-        nz = J_offsets[row]
+        nz = nonnegative(J_offsets[row])
         g1 = strain_gradient(R, B, 1, i, j)
         g2 = strain_gradient(R, B, 2, i, j)
         g3 = strain_gradient(R, B, 3, i, j)
