@@ -25,7 +25,7 @@ wp.config.quiet = True
 G = 9.81
 DT = 1.0 / 90.0
 # The command line as the installed ``softsnake`` script runs it (cli.main in an imported softsnake.cli).
-CLI = [sys.executable, "-c", "import sys; from softsnake.cli import main; sys.exit(main(sys.argv[1:]))"]
+CLI = [sys.executable, "-m", "softsnake"]
 
 
 def _reference_present():
