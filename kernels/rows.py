@@ -121,7 +121,7 @@ def prepare_rows(
 
 @wp.kernel
 def gather_values(J_values: wp.array(dtype=float), source: wp.array(dtype=int), values: wp.array(dtype=float)):
-    """Fill a fixed-topology copy of J's entries (the CSR of J^T, or the solver's J) from J (no atomics)."""
+    """Fill the CSR of J^T from J (no atomics), where the solver uses J itself (non-planar models)."""
     k = nonnegative(wp.tid())
     values[k] = J_values[nonnegative(source[k])]
 

@@ -28,14 +28,13 @@ from softsnake.cli import UsageError
 from softsnake.errors import SimulationError
 from softsnake.memory import array_bytes
 from softsnake.output_files import save_png, write_csv
-from softsnake.solver import Solver
 
 from .cmd_curvature import check_device
 from .config import load_snake_config
 from .gait import GaitParams, gait_command
 from .pressure import chamber_targets
 from .robot import add_link_stand, add_snake
-from .simulation import DT_DEFAULT
+from .simulation import DT_DEFAULT, snake_solver
 
 PAPER_TABLE_2 = {
     # snakes: (assembly [ms], solve [ms], total [ms]); 0.25 is the single link. GTX 1080 Ti.
@@ -101,10 +100,9 @@ def time_case(snakes, *, config, resolution, device, frames, warmup, dt=DT_DEFAU
     the case's Warp arrays [B] (see ``softsnake.memory``), and max_particle_speed, the fastest particle
     after the last frame [m/s] (a blown-up frame raises SimulationError instead)."""
     model, handle, count = _case_model(snakes, config, resolution, device)
-    # The snake simulation's settings (SnakeSimulation): warm-started, the paper-mesh link under the gait
-    # pressures blows up within 10 frames, which a bench must neither time nor hide; the finite check
-    # raises SimulationError if a timed frame blows up (one small copy per frame, as in every gait run).
-    solver = Solver(model, substeps=2, newton_iterations=4, linear_iterations=20, warm_start=False, check_finite=True)
+    # The gait runs' solver: its finite check raises SimulationError if a timed frame blows up, which a
+    # bench must neither time nor hide (one small copy per frame, as in every gait run).
+    solver = snake_solver(model)
     state, control = model.state(), model.control()
     command = gait_command(GaitParams(snake_count=count), 0.1, handle.link_count)
     channels = model.pressure_channel_world_start[:-1, None, None] + handle.link_channels[None]
