@@ -24,8 +24,8 @@ from .builder import (
     SHAPE_CAPSULE,
     SHAPE_CYLINDER,
     SHAPE_SPHERE,
-    quat_to_matrix,
 )
+from .spatial import quat_to_matrix
 from .errors import ModelError
 from .model import Model
 

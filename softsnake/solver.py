@@ -17,6 +17,7 @@ state or control passed to ``step``, or one of the solver's settings change.
 
 import functools
 import math
+import time
 
 import numpy as np
 import warp as wp
@@ -32,6 +33,9 @@ STANDARD_GRAVITY = 9.80665
 PER_WORLD_MAX_ROWS = 1024
 """Above this many rows in one world, "auto" uses the batched linear solver on a GPU."""
 
+
+PROFILE_PHASES = ("predict", "assemble", "solve", "update", "finish", "check")
+"""The phases of a step that ``Solver(profile=True)`` times."""
 
 MAX_SPEED_DEFAULT = 1000.0
 """Default speed [m/s] above which a world counts as blown up: far beyond any robot this engine
@@ -63,9 +67,11 @@ class Solver:
             (one small device-to-host copy per step; switch off for CUDA-graph capture)
         max_speed: linear speed [m/s] above which ``check_finite`` reports a world as blown up; a
             diverging solve grows without bound long before it overflows to Inf
+        profile: time the phases of every step into ``profile_seconds`` (each phase bracketed by
+            ``wp.synchronize``; the results are the same, the step slower)
     """
 
-    def __init__(self, model, *, substeps=2, newton_iterations=4, linear_iterations=20, contact_margin=0.01, linear_solver="auto", warm_start=True, check_finite=True, max_speed=MAX_SPEED_DEFAULT):
+    def __init__(self, model, *, substeps=2, newton_iterations=4, linear_iterations=20, contact_margin=0.01, linear_solver="auto", warm_start=True, check_finite=True, max_speed=MAX_SPEED_DEFAULT, profile=False):
         for name, value in (("substeps", substeps), ("newton_iterations", newton_iterations), ("linear_iterations", linear_iterations)):
             if int(value) != value or value < 1:
                 raise ValueError(f"{name} must be a positive integer, got {value}")
@@ -104,6 +110,12 @@ class Solver:
         mu a h^2 in a substep sticks again (default: the magnitude of gravity, or standard gravity in
         gravity-free models, where contacts are pressed by other loads)."""
         self.step_count = 0
+        self.profile = bool(profile)
+        self.profile_seconds = dict.fromkeys(PROFILE_PHASES, 0.0)
+        """Wall time [s] per phase since construction or ``reset_profile`` (``profile=True`` only):
+        "predict" (prediction and contact detection), "assemble" (rows, J, J^T, right-hand sides),
+        "solve" (the linear solves), "update" (position and multiplier updates), "finish"
+        (velocities) and "check" (the blow-up check)."""
 
         m, dev = model, model.device
         self.entity_count = m.particle_count + m.body_count
@@ -176,6 +188,10 @@ class Solver:
         if self.check_finite:
             self._raise_if_blown_up(recording)
 
+    def reset_profile(self):
+        """Set every phase time of ``profile_seconds`` back to 0."""
+        self.profile_seconds = dict.fromkeys(PROFILE_PHASES, 0.0)
+
     # ------------------------------------------------------------------ recording
     def _record(self, kernel, dim, inputs, outputs=()):
         """A replayable launch of ``kernel`` (called without arguments)."""
@@ -196,7 +212,7 @@ class Solver:
                 "predict": self._predict_commands(state, h),
                 "warm_start": (self._drop_cold_commands() + self._jacobian_commands(state, control, h)
                                + self._move_commands(state, self.lam)) if m.row_count else [],
-                "newton": self._newton_commands(state, control, h) if m.row_count else [],
+                "newton": self._newton_commands(state, control, h) if m.row_count else {},
                 "finish": self._finish_commands(state, 1.0 / h),
                 "check": self._check_commands(state),
                 "arrays": arrays,  # keeps the keyed arrays alive, so that their ids stay theirs
@@ -204,15 +220,20 @@ class Solver:
             self._recording_key = key
         return self._recording
 
-    @staticmethod
-    def _run(commands):
+    def _run(self, commands, phase=None):
+        if self.profile and phase is not None:
+            wp.synchronize_device(self.model.device)
+            start = time.perf_counter()
         for command in commands:
             command()
+        if self.profile and phase is not None:
+            wp.synchronize_device(self.model.device)
+            self.profile_seconds[phase] += time.perf_counter() - start
 
     # ------------------------------------------------------------------ substep
     def _substep(self, recording, h):
         m = self.model
-        self._run(recording["predict"])
+        self._run(recording["predict"], "predict")
         if m.row_count:
             if self.warm_start and self._previous_h is not None:
                 self._start_from_previous_multipliers(recording, h)
@@ -223,8 +244,9 @@ class Solver:
                     self.world_cold.zero_()
             self._previous_h = h
             for _ in range(self.newton_iterations):
-                self._run(recording["newton"])
-        self._run(recording["finish"])
+                for phase, commands in recording["newton"].items():
+                    self._run(commands, phase)
+        self._run(recording["finish"], "finish")
 
     def _predict_commands(self, state, h):
         m = self.model
@@ -270,7 +292,7 @@ class Solver:
         ratio = h / self._previous_h
         if ratio != 1.0:
             wp.launch(rows.scale_multipliers, m.row_count, device=dev, inputs=[self.lam, ratio * ratio])
-        self._run(recording["warm_start"])
+        self._run(recording["warm_start"], "assemble")
 
     def _drop_cold_commands(self):
         """Zero the multipliers of the worlds whose pressure channels switched (none without channels)."""
@@ -281,16 +303,17 @@ class Solver:
                 self.world_cold.zero_]
 
     def _newton_commands(self, state, control, h):
+        """One Newton iteration's launches by phase: assemble, solve, update."""
         m = self.model
-        commands = [self._record(integration.substep_displacement, self.entity_count, [
+        assemble = [self._record(integration.substep_displacement, self.entity_count, [
             state.particle_q, self.particle_q_prev, state.body_q, self.body_q_prev, m.particle_count, self.displacement])]
-        commands += self._jacobian_commands(state, control, h)
-        commands.append(self._record(rows.prepare_rows, m.row_count, [
+        assemble += self._jacobian_commands(state, control, h)
+        assemble.append(self._record(rows.prepare_rows, m.row_count, [
             m.solve_offsets, m.solve_columns, self.J_solve_values, self.row_c, self.row_compliance, self.row_coupling,
             m.row_block_start, self.row_damping, self.lam, self.displacement, m.particle_inv_mass, m.body_inv_mass,
             self.body_inv_inertia_world, 3 * m.particle_count, self._planar],
             outputs=[self.rhs, self.compliance_eff, self.coupling_eff, self.inv_diagonal]))
-        commands += self._solve_commands()
+        commands = []
         if m.contact_slot_count:
             commands.append(self.world_reject.zero_)
             commands.append(self._record(contact.check_friction_cone, m.contact_slot_count, [
@@ -300,7 +323,7 @@ class Solver:
                                          [m.row_world, self.world_reject, self.dlam]))
         commands += self._move_commands(state, self.dlam)
         commands.append(self._record(rows.accumulate_multipliers, m.row_count, [self.lam, self.dlam]))
-        return commands
+        return {"assemble": assemble, "solve": self._solve_commands(), "update": commands}
 
     def _jacobian_commands(self, state, control, h):
         """World inverse inertias, every row at the current positions, and the solver's copies of J and J^T."""
@@ -436,7 +459,7 @@ class Solver:
         return commands
 
     def _raise_if_blown_up(self, recording):
-        self._run(recording["check"])
+        self._run(recording["check"], "check")
         flags = self.world_flag.numpy()
         bad = np.flatnonzero(flags)
         if len(bad):

@@ -12,7 +12,7 @@ import pytest
 import warp as wp
 
 import softsnake
-from softsnake.builder import quat_from_axis_angle
+from softsnake.spatial import quat_from_axis_angle
 
 wp.config.quiet = True
 G = 9.81

@@ -9,7 +9,7 @@ import pytest
 import warp as wp
 
 import softsnake
-from softsnake.builder import quat_from_axis_angle, quat_multiply
+from softsnake.spatial import quat_from_axis_angle, quat_multiply
 from softsnake.cli import main
 from softsnake.snake.cmd_bench import LINK_CASE, time_case
 from softsnake.snake.cmd_curvature import simulate_curvature, summarize_curvature

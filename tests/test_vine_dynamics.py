@@ -13,7 +13,7 @@ import pytest
 import warp as wp
 
 import softsnake
-from softsnake.builder import quat_from_axis_angle
+from softsnake.spatial import quat_from_axis_angle
 from softsnake.vine import stiffness
 from softsnake.vine.reference import ReferenceDataError, load_jitosho_rollout, reference_folder, rollout_tip
 from softsnake.vine.robot import VineBuildError, add_obstacles, add_vine, vine_world, wrinkling_moment_curve

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from softsnake.builder import box_inertia, cylinder_inertia, quat_from_axis_angle, quat_multiply, quat_to_matrix
+from softsnake.spatial import box_inertia, cylinder_inertia, quat_from_axis_angle, quat_multiply, quat_to_matrix
 
 from .config import ConfigError
 from .link_mesh import build_link_mesh

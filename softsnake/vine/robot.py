@@ -23,7 +23,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from softsnake.builder import ModelBuilder, quat_from_axis_angle
+from softsnake.builder import ModelBuilder
+from softsnake.spatial import quat_from_axis_angle
 from softsnake.vine import stiffness as stiffness_models
 from softsnake.vine.scene import ObstacleCircle, ObstacleRectangle, ObstacleWall
 
