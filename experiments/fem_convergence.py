@@ -43,7 +43,7 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_ROOT))
 
 import softsnake  # noqa: E402
-from softsnake.kernels import tetrahedron  # noqa: E402
+from softsnake.constraints import tetrahedron  # noqa: E402
 from softsnake.kinetic_damping import settle_with_kinetic_damping  # noqa: E402
 from softsnake.meshing import boundary_faces, box_tet_mesh, traction_nodal_forces  # noqa: E402
 from softsnake.output_files import save_png, write_csv  # noqa: E402
@@ -84,7 +84,7 @@ def direct_static_displacement(model, held, forces):
     wp.launch(tetrahedron.eval_tetrahedron_rows, model.tet_count, device=device, inputs=[
         model.particle_q, model.tet_particles, model.tet_inv_rest, model.tet_volume, model.tet_youngs_modulus,
         model.tet_poisson_ratio, model.tet_damping, model.tet_row, 1.0, 1.0, model.J_offsets, J_values, c, compliance,
-        coupling, damping])
+        damping, coupling])
     dofs = 3 * model.particle_count
     rows = (model.tet_row.numpy()[:, None] + np.arange(6)).ravel()
     J = sparse.csr_matrix((J_values.numpy().astype(np.float64), model.J_columns.numpy(), model.J_offsets.numpy()),

@@ -12,26 +12,25 @@ centre of mass; body poses are ``wp.transform(position, rotation)`` with quatern
 import numpy as np
 import warp as wp
 
+from .constraints import field_docs
+
 
 class State:
-    """Positions, velocities and external forces of every particle and body, all worlds.
-
-    Attributes:
-        particle_q: particle positions [m], ``wp.array(dtype=wp.vec3)``
-        particle_qd: particle velocities [m/s]
-        particle_f: external particle forces [N] (applied during the next step)
-        body_q: body poses (centre-of-mass position [m], rotation)
-        body_qd: body velocities (linear [m/s], angular [rad/s]), world frame
-        body_f: external body wrenches (force [N], torque [N m]), world frame
-    """
+    """Positions, velocities and external forces of every particle and body, all worlds."""
 
     def __init__(self, model):
-        self.particle_q = wp.clone(model.particle_q)
-        self.particle_qd = wp.clone(model.particle_qd)
-        self.particle_f = wp.zeros_like(model.particle_qd)
-        self.body_q = wp.clone(model.body_q)
-        self.body_qd = wp.clone(model.body_qd)
-        self.body_f = wp.zeros_like(model.body_qd)
+        self.particle_q: wp.array = wp.clone(model.particle_q)
+        """Particle positions [m], vec3, shape (particle_count,)."""
+        self.particle_qd: wp.array = wp.clone(model.particle_qd)
+        """Particle velocities [m/s], vec3, shape (particle_count,)."""
+        self.particle_f: wp.array = wp.zeros_like(model.particle_qd)
+        """External particle forces [N], vec3, shape (particle_count,); act during the next step."""
+        self.body_q: wp.array = wp.clone(model.body_q)
+        """Body poses (centre of mass [m], rotation), transform, shape (body_count,)."""
+        self.body_qd: wp.array = wp.clone(model.body_qd)
+        """Body velocities (linear [m/s], angular [rad/s]), world frame, spatial_vector, shape (body_count,)."""
+        self.body_f: wp.array = wp.zeros_like(model.body_qd)
+        """External body wrenches (force [N], torque [N m]), world frame, spatial_vector, shape (body_count,)."""
 
     def assign(self, other):
         """Copy positions and velocities (not forces) from another state of the same model."""
@@ -40,31 +39,144 @@ class State:
 
 
 class Control:
-    """Actuation inputs, per world, flat.
-
-    Attributes:
-        pressure: chamber pressure of every pressure channel [Pa] (``ModelBuilder.add_pressure_channel``)
-        joint_target: target angle of every angular spring [rad], relative to its rest pose
-        prismatic_rate: commanded extension rate of every prismatic joint [m/s] (driven joints only)
-    """
+    """Actuation inputs, per world, flat."""
 
     def __init__(self, model):
-        self.pressure = wp.zeros(max(model.pressure_channel_count, 1), dtype=float, device=model.device)
-        self.joint_target = wp.clone(model.spring_target)
-        self.prismatic_rate = wp.clone(model.prismatic_rate)
+        self.pressure: wp.array = wp.zeros(max(model.pressure_channel_count, 1), dtype=float, device=model.device)
+        """Chamber pressure of every pressure channel [Pa], float, shape (pressure_channel_count,)
+        (``ModelBuilder.add_pressure_channel``)."""
+        self.joint_target: wp.array = wp.clone(model.spring_target)
+        """Target angle of every angular spring, relative to its rest pose [rad], float, shape (spring_count,)."""
+        self.prismatic_rate: wp.array = wp.clone(model.prismatic_rate)
+        """Commanded extension rate of every prismatic joint [m/s], float, shape (prismatic_count,)
+        (driven joints only)."""
 
 
 class Model:
     """Immutable description of everything simulated; made by ``ModelBuilder.finalize``.
 
-    Counts: ``world_count``, ``particle_count``, ``body_count``, ``distance_count``,
-    ``tet_count``, ``attachment_count``, ``hinge_count``, ``prismatic_count``, ``spring_count``, ``obstacle_count``,
-    ``contact_slot_count``, ``row_count``, ``pressure_channel_count``. Host-side copies of the
-    index maps (``*_world_start`` numpy arrays) let users slice per-world results.
+    Besides the fields declared in ``__init__``, every constraint type adds its arrays, named
+    ``<type>_<field>`` as in ``softsnake.constraints`` (each type's ``fields``), its count
+    ``<type>_count``, ``<type>_row`` (each item's first row) and, for the types a builder holds,
+    ``<type>_world_start`` (host, the first item of each world, then the count):
+
     """
 
     def __init__(self, device):
         self.device = device
+        """The Warp device every array lives on."""
+
+        # Sizes.
+        self.world_count: int = 0
+        """Number of independent worlds."""
+        self.particle_count: int = 0
+        """Number of particles, all worlds."""
+        self.body_count: int = 0
+        """Number of rigid bodies, all worlds."""
+        self.shape_count: int = 0
+        """Number of collision shapes on bodies."""
+        self.obstacle_count: int = 0
+        """Number of static obstacles (shared ones once)."""
+        self.pressure_channel_count: int = 0
+        """Number of pressure channels (``Control.pressure`` entries)."""
+        self.row_count: int = 0
+        """Number of scalar constraint rows, all worlds."""
+        self.gravity: wp.vec3 = None
+        """Gravitational acceleration [m/s^2]."""
+        self.gravity_numpy: np.ndarray = None
+        """Gravitational acceleration [m/s^2], float64 (3,), on the host."""
+        self.planar_axis: int = -1
+        """2 for a planar model (motion in z = const), -1 otherwise."""
+
+        # Particles.
+        self.particle_q: wp.array = None
+        """Initial particle positions [m], vec3, shape (particle_count,)."""
+        self.particle_qd: wp.array = None
+        """Initial particle velocities [m/s], vec3, shape (particle_count,)."""
+        self.particle_inv_mass: wp.array = None
+        """Inverse particle masses [1/kg] (0: kinematic), float, shape (particle_count,)."""
+        self.particle_radius: wp.array = None
+        """Particle contact radii [m], float, shape (particle_count,)."""
+        self.particle_world: wp.array = None
+        """World of each particle, int, shape (particle_count,)."""
+
+        # Bodies.
+        self.body_q: wp.array = None
+        """Initial body poses (centre of mass [m], rotation), transform, shape (body_count,)."""
+        self.body_qd: wp.array = None
+        """Initial body velocities (linear [m/s], angular [rad/s]), spatial_vector, shape (body_count,)."""
+        self.body_inv_mass: wp.array = None
+        """Inverse body masses [1/kg] (0: kinematic), float, shape (body_count,)."""
+        self.body_inertia: wp.array = None
+        """Body inertias about the centre of mass, body frame [kg m^2], mat33, shape (body_count,)."""
+        self.body_inv_inertia: wp.array = None
+        """Inverse body inertias, body frame [1/(kg m^2)] (0: kinematic), mat33, shape (body_count,)."""
+        self.body_world: wp.array = None
+        """World of each body, int, shape (body_count,)."""
+        self.body_mass_numpy: np.ndarray = None
+        """Body masses [kg], float64, on the host, shape (body_count,)."""
+
+        # Obstacles.
+        self.obstacle_kind: wp.array = None
+        """``ObstacleKind`` of each static obstacle, int, shape (obstacle_count,)."""
+        self.obstacle_transform: wp.array = None
+        """Obstacle poses (centre [m], rotation), transform, shape (obstacle_count,)."""
+        self.obstacle_size: wp.array = None
+        """Box half extents, cylinder (radius, half height, 0), plane 0 [m], vec3, shape (obstacle_count,)."""
+
+        # Worlds: index ranges (host, int64, shape (world_count + 1,)) and their device copies.
+        self.particle_world_start: np.ndarray = None
+        """First particle of each world, then particle_count."""
+        self.body_world_start: np.ndarray = None
+        """First body of each world, then body_count."""
+        self.row_world_start: np.ndarray = None
+        """First row of each world, then row_count."""
+        self.pressure_channel_world_start: np.ndarray = None
+        """First pressure channel of each world, then pressure_channel_count."""
+        self.particle_world_start_device: wp.array = None
+        """``particle_world_start`` on the device, int."""
+        self.body_world_start_device: wp.array = None
+        """``body_world_start`` on the device, int."""
+        self.row_world_start_device: wp.array = None
+        """``row_world_start`` on the device, int."""
+        self.pressure_channel_world: wp.array = None
+        """World of each pressure channel, int, shape (pressure_channel_count,)."""
+
+        # Rows and sparse topology (see softsnake.layout).
+        self.row_world: wp.array = None
+        """World of each row, int, shape (row_count,)."""
+        self.row_block_start: wp.array = None
+        """First row of the compliance block of each row (the row itself if uncoupled), int, shape (row_count,)."""
+        self.nnz: int = 0
+        """Nonzeros of J."""
+        self.J_offsets: wp.array = None
+        """CSR row offsets of J, int, shape (row_count + 1,)."""
+        self.J_columns: wp.array = None
+        """CSR column of each nonzero of J (degree of freedom: 3 per particle, then 6 per body), int, shape (nnz,)."""
+        self.solve_nnz: int = 0
+        """Nonzeros of the solver's J (planar models: in-plane columns only)."""
+        self.solve_compact: bool = False
+        """Whether the solver's J leaves out columns of J (planar models)."""
+        self.solve_offsets: wp.array = None
+        """CSR row offsets of the solver's J, int, shape (row_count + 1,)."""
+        self.solve_columns: wp.array = None
+        """Columns of the solver's J, int, shape (solve_nnz,)."""
+        self.solve_source: wp.array = None
+        """Index into J's values of each entry of the solver's J, int, shape (solve_nnz,)."""
+        self.JT_offsets: wp.array = None
+        """CSR offsets of J^T (one row per degree of freedom), int, shape (dofs + 1,)."""
+        self.JT_columns: wp.array = None
+        """Constraint row of each entry of J^T, int, shape (solve_nnz,)."""
+        self.JT_source: wp.array = None
+        """Index into J's values of each entry of J^T, int, shape (solve_nnz,)."""
+        self.chunk_count: int = 0
+        """Number of reduction chunks (fixed-size pieces of a world's rows)."""
+        self.chunk_start: wp.array = None
+        """First row of each reduction chunk, int, shape (chunk_count,)."""
+        self.chunk_end: wp.array = None
+        """One past the last row of each reduction chunk, int, shape (chunk_count,)."""
+        self.world_chunk_start: wp.array = None
+        """First chunk of each world, then chunk_count, int, shape (world_count + 1,)."""
 
     def state(self):
         """A new State holding the model's initial positions and velocities."""
@@ -75,7 +187,8 @@ class Model:
         return Control(self)
 
     def world_slice(self, kind, world):
-        """Index range of ``kind`` in {"particle", "body", "row", "pressure_channel", "spring", "prismatic"} for one world."""
+        """Index range of ``kind`` ("particle", "body", "row", "pressure_channel", or a constraint type's name such
+        as "distance", "spring") in one world."""
         starts = getattr(self, f"{kind}_world_start")
         return slice(int(starts[world]), int(starts[world + 1]))
 
@@ -83,3 +196,6 @@ class Model:
         """Particle masses [kg] (0 for kinematic particles)."""
         w = self.particle_inv_mass.numpy()
         return np.where(w > 0, 1.0 / np.where(w > 0, w, 1.0), 0.0)
+
+
+Model.__doc__ += "\n".join(f"    - ``{line.split(':', 1)[0]}``:{line.split(':', 1)[1]}" for line in field_docs()) + "\n"

@@ -22,9 +22,9 @@ import time
 import numpy as np
 import warp as wp
 
-from softsnake.kernels import angular_spring, attachment, checks, contact, distance, hinge, integration, linear_solver, prismatic, rows, tetrahedron
-
+from .constraints import CONSTRAINT_TYPES
 from .errors import SimulationError
+from .kernels import checks, integration, linear_solver, multipliers, operator, rows
 
 
 STANDARD_GRAVITY = 9.80665
@@ -122,9 +122,7 @@ class Solver:
         dofs = 3 * m.particle_count + 6 * m.body_count
         rows_n = m.row_count
 
-        def zeros(n, dtype=float):
-            return wp.zeros(max(n, 1), dtype=dtype, device=dev)
-
+        zeros = self.zeros
         self.particle_q_prev = zeros(m.particle_count, wp.vec3)
         self.body_q_prev = zeros(m.body_count, wp.transform)
         self.particle_q_pred = zeros(m.particle_count, wp.vec3)
@@ -151,18 +149,21 @@ class Solver:
         self.ApPAp = zeros(m.world_count)
         self.alpha = zeros(m.world_count)
         self.beta = zeros(m.world_count)
-        self.contact_active = zeros(m.contact_slot_count, int)
-        self.contact_sliding = zeros(m.contact_slot_count, int)
-        self.contact_slide_direction = zeros(m.contact_slot_count, wp.vec2)
-        self.world_reject = wp.zeros(m.world_count, dtype=int, device=dev)
         self.world_cold = wp.zeros(m.world_count, dtype=int, device=dev)
         self.pressure_previous = wp.zeros(max(m.pressure_channel_count, 1), dtype=float, device=dev)
-        for name in ("contact_anchor", "contact_normal", "contact_surface", "contact_start"):
-            setattr(self, name, zeros(m.contact_slot_count, wp.vec3))
         self.world_flag = wp.zeros(m.world_count, dtype=int, device=dev)
-        self._planar = 1 if m.planar_axis >= 0 else 0
+        self.planar = 1 if m.planar_axis >= 0 else 0
+        """1 for a planar model (the kernels' flag), 0 otherwise."""
+        self.constraint_types = [t for t in CONSTRAINT_TYPES if getattr(m, f"{t.name}_count")]
+        """The constraint types this model has items of, in row order."""
+        for ctype in self.constraint_types:
+            ctype.allocate(self)
         self._recording_key = None
         self._recording = None
+
+    def zeros(self, n, dtype=float):
+        """A zeroed solver array of n entries (at least one, so that empty models launch nothing odd)."""
+        return wp.zeros(max(n, 1), dtype=dtype, device=self.model.device)
 
     # ------------------------------------------------------------------ public
     def step(self, state_in, state_out, control, dt):
@@ -179,7 +180,7 @@ class Solver:
             wp.copy(state_out.body_f, state_in.body_f)
         h = dt / self.substeps
         if self.warm_start and self.model.pressure_channel_count:
-            wp.launch(rows.flag_pressure_switches, self.model.pressure_channel_count, device=self.model.device, inputs=[
+            wp.launch(multipliers.flag_pressure_switches, self.model.pressure_channel_count, device=self.model.device, inputs=[
                 control.pressure, self.pressure_previous, self.model.pressure_channel_world, self.world_cold])
         recording = self._recorded(state_out, control, h)
         for _ in range(self.substeps):
@@ -193,7 +194,7 @@ class Solver:
         self.profile_seconds = dict.fromkeys(PROFILE_PHASES, 0.0)
 
     # ------------------------------------------------------------------ recording
-    def _record(self, kernel, dim, inputs, outputs=()):
+    def record(self, kernel, dim, inputs, outputs=()):
         """A replayable launch of ``kernel`` (called without arguments)."""
         return wp.launch(kernel, dim, inputs=inputs, outputs=outputs, device=self.model.device, record_cmd=True).launch
 
@@ -252,31 +253,25 @@ class Solver:
         m = self.model
         commands = []
         if m.particle_count:
-            commands.append(self._record(integration.predict_particles, m.particle_count, [
+            commands.append(self.record(integration.predict_particles, m.particle_count, [
                 state.particle_q, state.particle_qd, state.particle_f, m.particle_inv_mass, m.gravity, m.planar_axis, h,
                 self.particle_q_prev, self.particle_q_pred]))
         if m.body_count:
-            commands.append(self._record(integration.predict_bodies, m.body_count, [
+            commands.append(self.record(integration.predict_bodies, m.body_count, [
                 state.body_q, state.body_qd, state.body_f, m.body_inv_mass, m.body_inertia, m.body_inv_inertia, m.gravity,
                 m.planar_axis, h, self.body_q_prev, self.body_q_pred]))
-        if m.contact_slot_count:
-            commands.append(self._record(contact.detect_contacts, m.contact_slot_count, [
-                state.particle_q, self.particle_q_prev, state.body_q, self.body_q_prev, m.particle_count,
-                m.slot_entity, m.slot_kind, m.slot_local, m.slot_axis, m.slot_rim_radius, m.slot_radius, m.slot_obstacle,
-                m.obstacle_kind, m.obstacle_transform, m.obstacle_size, self.contact_margin, m.slot_mu,
-                self.stick_acceleration, h],
-                outputs=[self.contact_active, self.contact_sliding, self.contact_slide_direction, self.contact_anchor,
-                         self.contact_normal, self.contact_surface, self.contact_start]))
+        for ctype in self.constraint_types:
+            commands += ctype.predict_commands(self, state, h)
         return commands
 
     def _finish_commands(self, state, inv_h):
         m = self.model
         commands = []
         if m.particle_count:
-            commands.append(self._record(integration.finish_particle_velocities, m.particle_count,
+            commands.append(self.record(integration.finish_particle_velocities, m.particle_count,
                                          [state.particle_q, self.particle_q_pred, inv_h, state.particle_qd]))
         if m.body_count:
-            commands.append(self._record(integration.finish_body_velocities, m.body_count,
+            commands.append(self.record(integration.finish_body_velocities, m.body_count,
                                          [state.body_q, self.body_q_pred, inv_h, state.body_qd]))
         return commands
 
@@ -291,7 +286,7 @@ class Solver:
         m, dev = self.model, self.model.device
         ratio = h / self._previous_h
         if ratio != 1.0:
-            wp.launch(rows.scale_multipliers, m.row_count, device=dev, inputs=[self.lam, ratio * ratio])
+            wp.launch(multipliers.scale_multipliers, m.row_count, device=dev, inputs=[self.lam, ratio * ratio])
         self._run(recording["warm_start"], "assemble")
 
     def _drop_cold_commands(self):
@@ -299,30 +294,25 @@ class Solver:
         m = self.model
         if not m.pressure_channel_count:
             return []
-        return [self._record(rows.drop_cold_multipliers, m.row_count, [self.lam, m.row_world, self.world_cold]),
+        return [self.record(multipliers.drop_cold_multipliers, m.row_count, [self.lam, m.row_world, self.world_cold]),
                 self.world_cold.zero_]
 
     def _newton_commands(self, state, control, h):
         """One Newton iteration's launches by phase: assemble, solve, update."""
         m = self.model
-        assemble = [self._record(integration.substep_displacement, self.entity_count, [
+        assemble = [self.record(integration.substep_displacement, self.entity_count, [
             state.particle_q, self.particle_q_prev, state.body_q, self.body_q_prev, m.particle_count, self.displacement])]
         assemble += self._jacobian_commands(state, control, h)
-        assemble.append(self._record(rows.prepare_rows, m.row_count, [
+        assemble.append(self.record(rows.prepare_rows, m.row_count, [
             m.solve_offsets, m.solve_columns, self.J_solve_values, self.row_c, self.row_compliance, self.row_coupling,
             m.row_block_start, self.row_damping, self.lam, self.displacement, m.particle_inv_mass, m.body_inv_mass,
-            self.body_inv_inertia_world, 3 * m.particle_count, self._planar],
+            self.body_inv_inertia_world, 3 * m.particle_count, self.planar],
             outputs=[self.rhs, self.compliance_eff, self.coupling_eff, self.inv_diagonal]))
         commands = []
-        if m.contact_slot_count:
-            commands.append(self.world_reject.zero_)
-            commands.append(self._record(contact.check_friction_cone, m.contact_slot_count, [
-                m.slot_mu, m.slot_row, m.row_world, self._planar, self.contact_active, self.lam, self.dlam,
-                self.contact_sliding, self.contact_slide_direction, self.world_reject]))
-            commands.append(self._record(contact.reject_world_steps, m.row_count,
-                                         [m.row_world, self.world_reject, self.dlam]))
+        for ctype in self.constraint_types:
+            commands += ctype.update_commands(self)
         commands += self._move_commands(state, self.dlam)
-        commands.append(self._record(rows.accumulate_multipliers, m.row_count, [self.lam, self.dlam]))
+        commands.append(self.record(multipliers.accumulate_multipliers, m.row_count, [self.lam, self.dlam]))
         return {"assemble": assemble, "solve": self._solve_commands(), "update": commands}
 
     def _jacobian_commands(self, state, control, h):
@@ -330,118 +320,80 @@ class Solver:
         m = self.model
         commands = []
         if m.body_count:
-            commands.append(self._record(integration.update_world_inverse_inertia, m.body_count,
+            commands.append(self.record(integration.update_world_inverse_inertia, m.body_count,
                                          [state.body_q, m.body_inv_inertia, self.body_inv_inertia_world]))
-        commands += self._row_commands(state, control, h, 1.0 / h, 1.0 / (h * h))
+        # Row types other than tetrahedra have no block coupling; it stays zero from allocation
+        # except on tetrahedral normal rows, which rewrite it every iteration.
+        commands += [ctype.row_command(self, state, control, h) for ctype in self.constraint_types]
         if m.solve_compact:
-            commands.append(self._record(rows.gather_solve_values, m.solve_nnz, [
+            commands.append(self.record(rows.gather_solve_values, m.solve_nnz, [
                 self.J_values, m.solve_source, m.JT_source, self.J_solve_values, self.JT_values]))
         else:
-            commands.append(self._record(rows.gather_values, m.solve_nnz, [self.J_values, m.JT_source, self.JT_values]))
+            commands.append(self.record(rows.gather_values, m.solve_nnz, [self.J_values, m.JT_source, self.JT_values]))
         return commands
 
     def _move_commands(self, state, x):
         """Move particles and bodies by M^-1 J^T x."""
         m = self.model
         return [self._inverse_mass_transpose_command(x),
-                self._record(integration.apply_position_update, self.entity_count,
+                self.record(integration.apply_position_update, self.entity_count,
                              [self.u, m.particle_count, state.particle_q, state.body_q])]
 
-    def _row_commands(self, state, control, h, inv_h, inv_h2):
-        m = self.model
-        common = [m.J_offsets, self.J_values, self.row_c, self.row_compliance]
-        commands = []
-        # Row types other than tetrahedra have no block coupling; it stays zero from allocation
-        # except on tetrahedral normal rows, which rewrite it every iteration.
-        if m.distance_count:
-            commands.append(self._record(distance.eval_distance_rows, m.distance_count, [
-                state.particle_q, m.distance_particles, m.distance_rest_length, m.distance_compliance, m.distance_damping,
-                m.distance_pressure_channel, m.distance_youngs_modulus, m.distance_row, control.pressure, inv_h, inv_h2,
-                *common, self.row_damping]))
-        if m.tet_count:
-            commands.append(self._record(tetrahedron.eval_tetrahedron_rows, m.tet_count, [
-                state.particle_q, m.tet_particles, m.tet_inv_rest, m.tet_volume, m.tet_youngs_modulus, m.tet_poisson_ratio,
-                m.tet_damping, m.tet_row, inv_h, inv_h2, *common, self.row_coupling, self.row_damping]))
-        if m.attachment_count:
-            commands.append(self._record(attachment.eval_attachment_rows, m.attachment_count, [
-                state.particle_q, state.body_q, m.attachment_body, m.attachment_particle, m.attachment_local,
-                m.attachment_compliance, m.attachment_damping, m.attachment_row, inv_h, inv_h2, *common, self.row_damping]))
-        if m.hinge_count:
-            commands.append(self._record(hinge.eval_hinge_rows, m.hinge_count, [
-                state.body_q, m.hinge_body_a, m.hinge_body_b, m.hinge_anchor_a, m.hinge_anchor_b, m.hinge_axis_a,
-                m.hinge_normal_b1, m.hinge_normal_b2, m.hinge_compliance, m.hinge_row, self._planar, inv_h2, *common,
-                self.row_damping]))
-        if m.prismatic_count:
-            commands.append(self._record(prismatic.eval_prismatic_rows, m.prismatic_count, [
-                state.body_q, self.body_q_prev, m.prismatic_body_a, m.prismatic_body_b, m.prismatic_anchor_a,
-                m.prismatic_anchor_b, m.prismatic_axis_a, m.prismatic_normal_a1, m.prismatic_normal_a2,
-                m.prismatic_rest_rotation, m.prismatic_compliance, m.prismatic_driven, m.prismatic_drive_mobility,
-                control.prismatic_rate, m.prismatic_row, self._planar, h, inv_h2, *common, self.row_damping]))
-        if m.spring_count:
-            commands.append(self._record(angular_spring.eval_angular_spring_rows, m.spring_count, [
-                state.body_q, m.spring_body_a, m.spring_body_b, m.spring_axis_a, m.spring_rest_rotation, m.spring_stiffness,
-                m.spring_damping, m.spring_curve_start, m.spring_curve_count, m.curve_angle, m.curve_moment,
-                control.joint_target, m.spring_row, self.min_stiffness_ratio, inv_h, inv_h2, *common, self.row_damping]))
-        if m.contact_slot_count:
-            commands.append(self._record(contact.eval_contact_rows, m.contact_slot_count, [
-                state.particle_q, state.body_q, m.particle_inv_mass, m.body_inv_mass, self.body_inv_inertia_world,
-                m.particle_count, m.slot_entity, m.slot_radius, m.slot_mu, m.slot_row, self.contact_active,
-                self.contact_sliding, self.contact_slide_direction, self.contact_anchor, self.contact_normal,
-                self.contact_surface, self.contact_start, self.lam, self.fb_epsilon, self.contact_regularization,
-                self.friction_slip_length, self.slide_compliance_ratio, self._planar, *common,
-                self.row_damping]))
-        return commands
+    def row_outputs(self):
+        """The row arrays every constraint kernel writes, in the order its arguments end with:
+        J's offsets and values, the residual c, the compliance alpha and the damping ratio gamma."""
+        return [self.model.J_offsets, self.J_values, self.row_c, self.row_compliance, self.row_damping]
 
     # ------------------------------------------------------------------ linear solve
     def _inverse_mass_transpose_command(self, x):
         m = self.model
-        return self._record(integration.apply_inverse_mass_transpose, self.entity_count, [
+        return self.record(operator.apply_inverse_mass_transpose, self.entity_count, [
             m.JT_offsets, m.JT_offsets[1:], m.JT_columns, self.JT_values, x, m.particle_inv_mass, m.body_inv_mass, self.body_inv_inertia_world,
-            m.particle_count, self._planar], outputs=[self.u])
+            m.particle_count, self.planar], outputs=[self.u])
 
     def _multiply_commands(self, x, y):
         """y = [J M^-1 J^T + E] x."""
         m = self.model
         return [self._inverse_mass_transpose_command(x),
-                self._record(linear_solver.multiply_rows, m.row_count, [
+                self.record(operator.multiply_rows, m.row_count, [
                     m.solve_offsets, m.solve_columns, self.J_solve_values, self.u, x, self.compliance_eff, self.coupling_eff,
                     m.row_block_start], outputs=[y])]
 
     def _world_dot_commands(self, a, b, result, weight=None):
         m = self.model
-        return [self._record(linear_solver.reduce_chunks, m.chunk_count, [
+        return [self.record(linear_solver.reduce_chunks, m.chunk_count, [
                     a, b, a if weight is None else weight, 0 if weight is None else 1, m.chunk_start, m.chunk_end],
                     outputs=[self.partial]),
-                self._record(linear_solver.reduce_worlds, m.world_count, [self.partial, m.world_chunk_start],
+                self.record(linear_solver.reduce_worlds, m.world_count, [self.partial, m.world_chunk_start],
                              outputs=[result])]
 
     def _solve_commands(self):
         """dlam ~= [J M^-1 J^T + E]^-1 rhs by Jacobi-preconditioned conjugate residual, per world."""
         m = self.model
         if self.linear_solver == "per_world":
-            return [self._record(linear_solver.cr_solve_per_world, m.world_count, [
+            return [self.record(linear_solver.cr_solve_per_world, m.world_count, [
                 m.row_world_start_device, m.particle_world_start_device, m.body_world_start_device, m.particle_count,
-                self._planar, self.linear_iterations, m.solve_offsets, m.solve_columns, self.J_solve_values, m.JT_offsets, m.JT_columns,
+                self.planar, self.linear_iterations, m.solve_offsets, m.solve_columns, self.J_solve_values, m.JT_offsets, m.JT_columns,
                 self.JT_values, m.particle_inv_mass, m.body_inv_mass, self.body_inv_inertia_world, self.compliance_eff,
                 self.coupling_eff, m.row_block_start, self.rhs, self.inv_diagonal, self.row_live, self.live_rows,
                 self.JT_live_ends],
                 outputs=[self.u, self.z, self.p, self.Az, self.Ap, self.dlam])]
         n, W = m.row_count, m.world_count
-        commands = [self._record(linear_solver.cr_start, n, [self.rhs, self.inv_diagonal], outputs=[self.dlam, self.z, self.p])]
+        commands = [self.record(linear_solver.cr_start, n, [self.rhs, self.inv_diagonal], outputs=[self.dlam, self.z, self.p])]
         commands += self._multiply_commands(self.z, self.Az)
         commands.append(functools.partial(wp.copy, self.Ap, self.Az))
         commands += self._world_dot_commands(self.z, self.Az, self.zAz)
         commands.append(functools.partial(wp.copy, self.zAz_start, self.zAz))
         iteration = self._world_dot_commands(self.Ap, self.Ap, self.ApPAp, weight=self.inv_diagonal)
-        iteration.append(self._record(linear_solver.cr_step_size, W, [self.zAz, self.zAz_start, self.ApPAp],
+        iteration.append(self.record(linear_solver.cr_step_size, W, [self.zAz, self.zAz_start, self.ApPAp],
                                       outputs=[self.alpha]))
-        iteration.append(self._record(linear_solver.cr_update_solution, n, [
+        iteration.append(self.record(linear_solver.cr_update_solution, n, [
             m.row_world, self.alpha, self.p, self.Ap, self.inv_diagonal], outputs=[self.dlam, self.z]))
         iteration += self._multiply_commands(self.z, self.Az)
         iteration += self._world_dot_commands(self.z, self.Az, self.zAz_new)
-        iteration.append(self._record(linear_solver.cr_direction_ratio, W, [self.zAz_new, self.zAz_start, self.zAz],
+        iteration.append(self.record(linear_solver.cr_direction_ratio, W, [self.zAz_new, self.zAz_start, self.zAz],
                                       outputs=[self.beta]))
-        iteration.append(self._record(linear_solver.cr_update_direction, n, [
+        iteration.append(self.record(linear_solver.cr_update_direction, n, [
             m.row_world, self.beta, self.z, self.Az], outputs=[self.p, self.Ap]))
         return commands + iteration * self.linear_iterations
 
@@ -450,11 +402,11 @@ class Solver:
         m = self.model
         commands = [self.world_flag.zero_]
         if m.particle_count:
-            commands.append(self._record(checks.flag_blown_up_particles, m.particle_count,
+            commands.append(self.record(checks.flag_blown_up_particles, m.particle_count,
                                          [state.particle_q, state.particle_qd, m.particle_world, self.max_speed,
                                           self.world_flag]))
         if m.body_count:
-            commands.append(self._record(checks.flag_blown_up_bodies, m.body_count,
+            commands.append(self.record(checks.flag_blown_up_bodies, m.body_count,
                                          [state.body_q, state.body_qd, m.body_world, self.max_speed, self.world_flag]))
         return commands
 

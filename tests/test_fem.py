@@ -17,7 +17,7 @@ import pytest
 import warp as wp
 
 import softsnake
-from softsnake.kernels import tetrahedron
+from softsnake.constraints import tetrahedron
 from softsnake.kinetic_damping import settle_with_kinetic_damping
 from softsnake.meshing import boundary_faces, box_tet_mesh, traction_nodal_forces
 
@@ -58,7 +58,7 @@ def engine_stiffness(vertices, youngs, poisson, positions, device):
     # inv_h = inv_h2 = 1: the rows carry the plain compliance E.
     wp.launch(tetrahedron.eval_tetrahedron_rows, 1, device=device, inputs=[
         q, m.tet_particles, m.tet_inv_rest, m.tet_volume, m.tet_youngs_modulus, m.tet_poisson_ratio, m.tet_damping,
-        m.tet_row, 1.0, 1.0, m.J_offsets, J_values, c, compliance, coupling, damping])
+        m.tet_row, 1.0, 1.0, m.J_offsets, J_values, c, compliance, damping, coupling])
     offsets, columns, values = m.J_offsets.numpy(), m.J_columns.numpy(), J_values.numpy()
     J = np.zeros((6, 12))
     for r in range(6):

@@ -13,6 +13,7 @@ import pytest
 import warp as wp
 
 import softsnake
+import softsnake.spatial
 from softsnake.spatial import quat_from_axis_angle
 from softsnake.vine import stiffness
 from softsnake.vine.reference import ReferenceDataError, load_jitosho_rollout, reference_folder, rollout_tip
@@ -117,7 +118,7 @@ def test_free_prismatic_pair_keeps_axis_and_momentum():
     """
     b = softsnake.ModelBuilder(gravity=(0.0, 0.0, 0.0))
     q = quat_from_axis_angle((1.0, 2.0, 0.5), 0.7)
-    axis = softsnake.builder.quat_to_matrix(q) @ np.array([1.0, 0.0, 0.0])
+    axis = softsnake.spatial.quat_to_matrix(q) @ np.array([1.0, 0.0, 0.0])
     first = b.add_body(-0.1 * axis, q, mass=0.3, inertia=np.diag([1e-3, 2e-3, 2e-3]), velocity=(0.1, 0.2, 0.0),
                        angular_velocity=(0.5, 0.0, 1.0))
     second = b.add_body(0.1 * axis, q, mass=0.2, inertia=np.diag([1e-3, 1e-3, 2e-3]), velocity=0.3 * axis + [0.0, 0.0, -0.2],
@@ -138,9 +139,9 @@ def test_free_prismatic_pair_keeps_axis_and_momentum():
     assert np.linalg.norm(momentum() - start) < 1e-3 * np.linalg.norm(start)
     body_q = state.body_q.numpy().astype(np.float64)
     qa, qb = body_q[0, 3:], body_q[1, 3:]
-    rel = softsnake.builder.quat_multiply(softsnake.builder.quat_inverse(qa), qb)
+    rel = softsnake.spatial.quat_multiply(softsnake.spatial.quat_inverse(qa), qb)
     assert 2.0 * np.linalg.norm(rel[:3]) < 1e-4
-    axis_now = softsnake.builder.quat_to_matrix(qa) @ np.array([1.0, 0.0, 0.0])
+    axis_now = softsnake.spatial.quat_to_matrix(qa) @ np.array([1.0, 0.0, 0.0])
     d = body_q[1, :3] - body_q[0, :3]
     assert np.linalg.norm(d - (d @ axis_now) * axis_now) < 1e-5
     assert d @ axis_now - 0.2 > 0.01

@@ -1,4 +1,4 @@
-"""Device functions shared by all constraint kernels.
+"""Device functions shared by all constraint kernels: degrees of freedom, rotations, row writing.
 
 Degrees of freedom are numbered particles first (3 per particle), then bodies (6 per body:
 linear then angular, world frame). Every Jacobian row stores one contiguous block per entity it
@@ -66,3 +66,30 @@ def integrate_rotation(q: wp.quat, w: wp.vec3, h: float):
     if angle < 1.0e-12:
         return wp.normalize(q + wp.quat(w[0], w[1], w[2], 0.0) * q * (0.5 * h))
     return wp.normalize(wp.quat_from_axis_angle(w / wp.length(w), angle) * q)
+
+
+@wp.func
+def planar_body_inverse_mass(inv_mass: float, inv_inertia_zz: float, jx: float, jy: float, jrz: float):
+    """``body_generalized_inverse_mass`` of an in-plane block (jx, jy, 0 | 0, 0, jrz), bit for bit.
+
+    The dropped terms of the full products are exact zeros: adding them changes no bit of a
+    nonzero sum, at most the sign of a zero one, which the diagonal's sum then absorbs.
+    """
+    return (jx * jx + jy * jy) * inv_mass + jrz * (inv_inertia_zz * jrz)
+
+
+@wp.func
+def body_frame(body_q: wp.array(dtype=wp.transform), body: int):
+    if body < 0:
+        return wp.transform_identity()
+    return body_q[nonnegative(body)]
+
+
+@wp.func
+def write_neutral_row(
+    row: int, row_c: wp.array(dtype=float), row_compliance: wp.array(dtype=float), row_damping: wp.array(dtype=float)
+):
+    """A row that exerts nothing: its multiplier relaxes to zero (Jacobian entries must be zeroed by the caller)."""
+    row_c[row] = 0.0
+    row_compliance[row] = 1.0
+    row_damping[row] = 0.0

@@ -15,50 +15,10 @@ indices read from arrays pass through ``nonnegative`` (no wrap-around of negativ
 import warp as wp
 
 from .entities import nonnegative
-from .integration import gather_transpose_block, write_inverse_mass_transpose
-from .rows import block_coupled
+from .operator import gather_transpose_block, row_product, write_inverse_mass_transpose
 
 REDUCTION_CHUNK = wp.constant(256)
 """Rows per partial sum of the per-world inner products (chunks never straddle worlds)."""
-
-
-@wp.func
-def row_product(
-    i: int,
-    J_offsets: wp.array(dtype=int),
-    J_columns: wp.array(dtype=int),
-    J_values: wp.array(dtype=float),
-    u: wp.array(dtype=float),
-    x: wp.array(dtype=float),
-    compliance: wp.array(dtype=float),
-    coupling: wp.array(dtype=float),
-    block_start: wp.array(dtype=int),
-):
-    """(J u + E x)[i], with u = M^-1 J^T x already computed."""
-    s = float(0.0)
-    k = nonnegative(J_offsets[i])
-    end = J_offsets[i + 1]
-    while k < end:
-        s += J_values[k] * u[nonnegative(J_columns[k])]
-        k += 1
-    return s + block_coupled(x, i, nonnegative(block_start[i]), compliance[i], coupling[i])
-
-
-@wp.kernel
-def multiply_rows(
-    J_offsets: wp.array(dtype=int),
-    J_columns: wp.array(dtype=int),
-    J_values: wp.array(dtype=float),
-    u: wp.array(dtype=float),
-    x: wp.array(dtype=float),
-    compliance: wp.array(dtype=float),
-    coupling: wp.array(dtype=float),
-    block_start: wp.array(dtype=int),
-    y: wp.array(dtype=float),
-):
-    """y = J u + E x, one thread per row."""
-    i = wp.tid()
-    y[i] = row_product(i, J_offsets, J_columns, J_values, u, x, compliance, coupling, block_start)
 
 
 @wp.func

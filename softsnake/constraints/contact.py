@@ -25,67 +25,22 @@ In a planar model a contact has its normal row and one friction row, along the f
 plane would hold motion that the integrator removes anyway.
 """
 
+import numpy as np
 import warp as wp
 
-from .entities import body_generalized_inverse_mass, nonnegative, write_body_block, write_particle_block
-from .rows import write_neutral_row
+from softsnake.kernels.entities import (
+    body_generalized_inverse_mass,
+    nonnegative,
+    write_body_block,
+    write_neutral_row,
+    write_particle_block,
+)
 
-OBSTACLE_PLANE = wp.constant(0)
-OBSTACLE_BOX = wp.constant(1)
-OBSTACLE_CYLINDER = wp.constant(2)
+from .base import ConstraintType, Field
+from .shapes import PointKind, collision_points, obstacle_distance
 
-POINT_FIXED = wp.constant(0)
-POINT_CYLINDER_RIM = wp.constant(1)
-
-
-@wp.func
-def obstacle_distance(kind: int, tf: wp.transform, size: wp.vec3, p: wp.vec3):
-    """Signed distance and outward normal of a static obstacle at p, packed as (n, d).
-
-    Plane: the local z = 0 plane, normal local +z. Box: half extents size. Cylinder: local z
-    axis, radius size[0], half height size[1].
-    """
-    q = wp.transform_get_rotation(tf)
-    pl = wp.quat_rotate_inv(q, p - wp.transform_get_translation(tf))
-    n = wp.vec3(0.0, 0.0, 1.0)
-    d = pl[2]
-    if kind == OBSTACLE_BOX:
-        c = wp.vec3(wp.clamp(pl[0], -size[0], size[0]), wp.clamp(pl[1], -size[1], size[1]), wp.clamp(pl[2], -size[2], size[2]))
-        diff = pl - c
-        dist = wp.length(diff)
-        if dist > 0.0:
-            n = diff / dist
-            d = dist
-        else:
-            # Inside: the nearest face.
-            best = int(0)
-            gap = wp.abs(pl[0]) - size[0]
-            for k in range(1, 3):
-                g = wp.abs(pl[k]) - size[k]
-                if g > gap:
-                    gap = g
-                    best = k
-            n = wp.vec3(0.0)
-            n[best] = wp.sign(pl[best])
-            d = gap
-    elif kind == OBSTACLE_CYLINDER:
-        rho = wp.sqrt(pl[0] * pl[0] + pl[1] * pl[1])
-        radial = wp.vec3(1.0, 0.0, 0.0)
-        if rho > 0.0:
-            radial = wp.vec3(pl[0] / rho, pl[1] / rho, 0.0)
-        axial = wp.vec3(0.0, 0.0, wp.sign(pl[2]))
-        dr = rho - size[0]
-        dz = wp.abs(pl[2]) - size[1]
-        if dr > 0.0 and dz > 0.0:
-            d = wp.sqrt(dr * dr + dz * dz)
-            n = (radial * dr + axial * dz) / d
-        elif dr > dz:
-            d = dr
-            n = radial
-        else:
-            d = dz
-            n = axial
-    return wp.vec4(wp.quat_rotate(q, n)[0], wp.quat_rotate(q, n)[1], wp.quat_rotate(q, n)[2], d)
+FRICTION_ROWS = wp.constant(2)
+"""Friction rows of a contact (planar models: 1)."""
 
 
 @wp.func
@@ -117,18 +72,18 @@ def detect_contacts(
     body_q: wp.array(dtype=wp.transform),
     body_q_prev: wp.array(dtype=wp.transform),
     particle_count: int,
-    slot_entity: wp.array(dtype=int),
-    slot_kind: wp.array(dtype=int),
-    slot_local: wp.array(dtype=wp.vec3),
-    slot_axis: wp.array(dtype=wp.vec3),
-    slot_rim_radius: wp.array(dtype=float),
-    slot_radius: wp.array(dtype=float),
-    slot_obstacle: wp.array(dtype=int),
+    contact_slot_entity: wp.array(dtype=int),
+    contact_slot_kind: wp.array(dtype=int),
+    contact_slot_local: wp.array(dtype=wp.vec3),
+    contact_slot_axis: wp.array(dtype=wp.vec3),
+    contact_slot_rim_radius: wp.array(dtype=float),
+    contact_slot_radius: wp.array(dtype=float),
+    contact_slot_obstacle: wp.array(dtype=int),
     obstacle_kind: wp.array(dtype=int),
     obstacle_transform: wp.array(dtype=wp.transform),
     obstacle_size: wp.array(dtype=wp.vec3),
     margin: float,
-    slot_mu: wp.array(dtype=float),
+    contact_slot_mu: wp.array(dtype=float),
     stick_acceleration: float,
     h: float,
     contact_active: wp.array(dtype=int),
@@ -140,31 +95,31 @@ def detect_contacts(
     contact_start: wp.array(dtype=wp.vec3),
 ):
     s = nonnegative(wp.tid())
-    e = nonnegative(slot_entity[s])
-    o = nonnegative(slot_obstacle[s])
+    e = nonnegative(contact_slot_entity[s])
+    o = nonnegative(contact_slot_obstacle[s])
     kind = obstacle_kind[o]
     tf = obstacle_transform[o]
     size = obstacle_size[o]
-    anchor = slot_local[s]
-    if slot_kind[s] == POINT_CYLINDER_RIM:
+    anchor = contact_slot_local[s]
+    if contact_slot_kind[s] == PointKind.CYLINDER_RIM:
         # The cap's rim point deepest toward the obstacle, chosen once per substep.
         body_tf = body_q[nonnegative(e - particle_count)]
         nd = obstacle_distance(kind, tf, size, wp.transform_point(body_tf, anchor))
         down = wp.quat_rotate_inv(wp.transform_get_rotation(body_tf), -wp.vec3(nd[0], nd[1], nd[2]))
-        axis = slot_axis[s]
+        axis = contact_slot_axis[s]
         radial = down - axis * wp.dot(down, axis)
         rl = wp.length(radial)
         if rl > 1.0e-6:
-            anchor = anchor + radial * (slot_rim_radius[s] / rl)
+            anchor = anchor + radial * (contact_slot_rim_radius[s] / rl)
     p = entity_point(e, anchor, particle_count, particle_q, body_q)
     nd = obstacle_distance(kind, tf, size, p)
     n = wp.vec3(nd[0], nd[1], nd[2])
-    gap = nd[3] - slot_radius[s]
+    gap = nd[3] - contact_slot_radius[s]
     if e >= particle_count:
         # Friction acts on the material point of a rounded body shape that touches the obstacle,
         # so that a sphere or capsule rolls instead of sliding.
         body_rot = wp.transform_get_rotation(body_q[nonnegative(e - particle_count)])
-        anchor = anchor - wp.quat_rotate_inv(body_rot, n) * slot_radius[s]
+        anchor = anchor - wp.quat_rotate_inv(body_rot, n) * contact_slot_radius[s]
     p0 = entity_point(e, anchor, particle_count, particle_q_prev, body_q_prev)
     contact_anchor[s] = anchor
     contact_normal[s] = n
@@ -180,7 +135,7 @@ def detect_contacts(
         basis = tangent_basis(n)
         along = contact_slide_direction[s][0] * wp.dot(slip, wp.vec3(basis[0, 0], basis[0, 1], basis[0, 2]))
         along += contact_slide_direction[s][1] * wp.dot(slip, wp.vec3(basis[1, 0], basis[1, 1], basis[1, 2]))
-        if wp.length(slip) < slot_mu[s] * stick_acceleration * h * h or along > 0.0:
+        if wp.length(slip) < contact_slot_mu[s] * stick_acceleration * h * h or along > 0.0:
             contact_sliding[s] = 0
     else:
         contact_active[s] = 0
@@ -225,10 +180,10 @@ def eval_contact_rows(
     body_inv_mass: wp.array(dtype=float),
     body_inv_inertia_world: wp.array(dtype=wp.mat33),
     particle_count: int,
-    slot_entity: wp.array(dtype=int),
-    slot_radius: wp.array(dtype=float),
-    slot_mu: wp.array(dtype=float),
-    slot_row: wp.array(dtype=int),
+    contact_slot_entity: wp.array(dtype=int),
+    contact_slot_radius: wp.array(dtype=float),
+    contact_slot_mu: wp.array(dtype=float),
+    contact_slot_row: wp.array(dtype=int),
     contact_active: wp.array(dtype=int),
     contact_sliding: wp.array(dtype=int),
     contact_slide_direction: wp.array(dtype=wp.vec2),
@@ -249,9 +204,9 @@ def eval_contact_rows(
     row_damping: wp.array(dtype=float),
 ):
     s = nonnegative(wp.tid())
-    e = nonnegative(slot_entity[s])
-    row = nonnegative(slot_row[s])
-    friction_rows = 2
+    e = nonnegative(contact_slot_entity[s])
+    row = nonnegative(contact_slot_row[s])
+    friction_rows = FRICTION_ROWS
     if planar != 0:
         friction_rows = 1
     if contact_active[s] == 0:
@@ -275,7 +230,7 @@ def eval_contact_rows(
     lam_n = lam[row]
     a = wp.dot(n, p - contact_surface[s])
     if e < particle_count:
-        a -= slot_radius[s]
+        a -= contact_slot_radius[s]
     b = w_n * lam_n
     root = wp.sqrt(a * a + b * b + fb_epsilon * fb_epsilon)
     phi = a + b - root
@@ -293,7 +248,7 @@ def eval_contact_rows(
     # of the stick force that left it, inside the linear solve, so that every other row of that
     # solve sees the true friction.
     u = basis * (p - contact_start[s])
-    limit = slot_mu[s] * wp.max(lam_n, 0.0)
+    limit = contact_slot_mu[s] * wp.max(lam_n, 0.0)
     for k in range(friction_rows):
         fr = row + 1 + k
         nz_t = nonnegative(J_offsets[fr])
@@ -321,8 +276,8 @@ def eval_contact_rows(
 
 @wp.kernel
 def check_friction_cone(
-    slot_mu: wp.array(dtype=float),
-    slot_row: wp.array(dtype=int),
+    contact_slot_mu: wp.array(dtype=float),
+    contact_slot_row: wp.array(dtype=int),
     row_world: wp.array(dtype=int),
     planar: int,
     contact_active: wp.array(dtype=int),
@@ -344,8 +299,8 @@ def check_friction_cone(
     s = nonnegative(wp.tid())
     if contact_active[s] == 0 or contact_sliding[s] != 0:
         return
-    row = nonnegative(slot_row[s])
-    limit = slot_mu[s] * wp.max(lam[row] + dlam[row], 0.0)
+    row = nonnegative(contact_slot_row[s])
+    limit = contact_slot_mu[s] * wp.max(lam[row] + dlam[row], 0.0)
     f = wp.vec2(lam[row + 1] + dlam[row + 1], 0.0)
     if planar == 0:
         f[1] = lam[row + 2] + dlam[row + 2]
@@ -361,3 +316,80 @@ def reject_world_steps(row_world: wp.array(dtype=int), world_reject: wp.array(dt
     i = nonnegative(wp.tid())
     if world_reject[nonnegative(row_world[i])] != 0:
         dlam[i] = 0.0
+
+
+class ContactSlot(ConstraintType):
+    """One slot per (collision point, obstacle of its world or shared by all worlds): a normal row and
+    the friction rows, active while the point is within the margin of the obstacle."""
+
+    name = "contact_slot"
+    label = "contact slot"
+    built = False
+    fields = (
+        Field("entity", int, "", "the colliding particle i, or body b as particle_count + b"),
+        Field("kind", int, "", "PointKind of the collision point"),
+        Field("local", wp.vec3, "m", "collision point in the body frame (0 for particles)"),
+        Field("axis", wp.vec3, "", "the shape's local z axis in the body frame (cylinder axis)"),
+        Field("rim_radius", float, "m", "cylinder radius of a rim point, 0 otherwise"),
+        Field("radius", float, "m", "contact radius of the point (sphere, capsule, particle radius)"),
+        Field("mu", float, "", "friction coefficient: the smaller of the shape's and the obstacle's"),
+        Field("obstacle", int, "", "the obstacle"),
+    )
+
+    def columns(self, builder):
+        """Every collision point against every obstacle of its world or of all worlds."""
+        columns = {name: [] for name in (*(f.name for f in self.fields), "world")}
+        for entity, kind, local, axis, rim_radius, radius, mu, world in collision_points(builder):
+            for o in range(builder.obstacle_count):
+                if builder.obstacle_world[o] in (-1, world):
+                    for name, value in (("entity", entity), ("kind", int(kind)), ("local", local), ("axis", axis),
+                                        ("rim_radius", rim_radius), ("radius", radius),
+                                        ("mu", min(mu, builder.obstacle_mu[o])), ("obstacle", o), ("world", world)):
+                        columns[name].append(value)
+        return columns
+
+    def rows_per_item(self, planar):
+        return 2 if planar else 1 + FRICTION_ROWS
+
+    def item_entities(self, columns, particle_count):
+        return np.asarray(columns["entity"], dtype=np.int64).reshape(-1, 1)
+
+    def allocate(self, solver):
+        n = solver.model.contact_slot_count
+        solver.contact_active = solver.zeros(n, int)
+        solver.contact_sliding = solver.zeros(n, int)
+        solver.contact_slide_direction = solver.zeros(n, wp.vec2)
+        for name in ("contact_anchor", "contact_normal", "contact_surface", "contact_start"):
+            setattr(solver, name, solver.zeros(n, wp.vec3))
+        solver.world_reject = wp.zeros(solver.model.world_count, dtype=int, device=solver.model.device)
+
+    def predict_commands(self, solver, state, h):
+        m = solver.model
+        return [solver.record(detect_contacts, m.contact_slot_count, [
+            state.particle_q, solver.particle_q_prev, state.body_q, solver.body_q_prev, m.particle_count,
+            m.contact_slot_entity, m.contact_slot_kind, m.contact_slot_local, m.contact_slot_axis,
+            m.contact_slot_rim_radius, m.contact_slot_radius, m.contact_slot_obstacle, m.obstacle_kind,
+            m.obstacle_transform, m.obstacle_size, solver.contact_margin, m.contact_slot_mu, solver.stick_acceleration,
+            h], outputs=[solver.contact_active, solver.contact_sliding, solver.contact_slide_direction,
+                         solver.contact_anchor, solver.contact_normal, solver.contact_surface, solver.contact_start])]
+
+    def row_command(self, solver, state, control, h):
+        m = solver.model
+        return solver.record(eval_contact_rows, m.contact_slot_count, [
+            state.particle_q, state.body_q, m.particle_inv_mass, m.body_inv_mass, solver.body_inv_inertia_world,
+            m.particle_count, m.contact_slot_entity, m.contact_slot_radius, m.contact_slot_mu, m.contact_slot_row,
+            solver.contact_active, solver.contact_sliding, solver.contact_slide_direction, solver.contact_anchor,
+            solver.contact_normal, solver.contact_surface, solver.contact_start, solver.lam, solver.fb_epsilon,
+            solver.contact_regularization, solver.friction_slip_length, solver.slide_compliance_ratio, solver.planar,
+            *solver.row_outputs()])
+
+    def update_commands(self, solver):
+        m = solver.model
+        return [solver.world_reject.zero_,
+                solver.record(check_friction_cone, m.contact_slot_count, [
+                    m.contact_slot_mu, m.contact_slot_row, m.row_world, solver.planar, solver.contact_active, solver.lam,
+                    solver.dlam, solver.contact_sliding, solver.contact_slide_direction, solver.world_reject]),
+                solver.record(reject_world_steps, m.row_count, [m.row_world, solver.world_reject, solver.dlam])]
+
+
+CONTACT_SLOT = ContactSlot()

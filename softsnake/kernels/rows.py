@@ -13,36 +13,8 @@ turns those into the linear system of one Newton step,
 
 import warp as wp
 
-from .entities import body_generalized_inverse_mass, nonnegative
-
-
-@wp.func
-def write_neutral_row(
-    row: int, row_c: wp.array(dtype=float), row_compliance: wp.array(dtype=float), row_damping: wp.array(dtype=float)
-):
-    """A row that exerts nothing: its multiplier relaxes to zero (Jacobian entries must be zeroed by the caller)."""
-    row_c[row] = 0.0
-    row_compliance[row] = 1.0
-    row_damping[row] = 0.0
-
-
-@wp.func
-def block_coupled(values: wp.array(dtype=float), row: int, block_start: int, diagonal: float, off_diagonal: float):
-    """(alpha v)[row] for a row of a 3x3 block [[d, o, o], [o, d, o], [o, o, d]] starting at block_start."""
-    s = diagonal * values[row]
-    if off_diagonal != 0.0:
-        s += off_diagonal * (values[block_start] + values[block_start + 1] + values[block_start + 2] - values[row])
-    return s
-
-
-@wp.func
-def planar_body_inverse_mass(inv_mass: float, inv_inertia_zz: float, jx: float, jy: float, jrz: float):
-    """``body_generalized_inverse_mass`` of an in-plane block (jx, jy, 0 | 0, 0, jrz), bit for bit.
-
-    The dropped terms of the full products are exact zeros: adding them changes no bit of a
-    nonzero sum, at most the sign of a zero one, which the diagonal's sum then absorbs.
-    """
-    return (jx * jx + jy * jy) * inv_mass + jrz * (inv_inertia_zz * jrz)
+from .entities import body_generalized_inverse_mass, nonnegative, planar_body_inverse_mass
+from .operator import block_coupled
 
 
 @wp.kernel
@@ -140,36 +112,3 @@ def gather_solve_values(
     transpose_values[k] = J_values[nonnegative(transpose_source[k])]
 
 
-@wp.kernel
-def accumulate_multipliers(lam: wp.array(dtype=float), dlam: wp.array(dtype=float)):
-    i = nonnegative(wp.tid())
-    lam[i] = lam[i] + dlam[i]
-
-
-@wp.kernel
-def scale_multipliers(lam: wp.array(dtype=float), factor: float):
-    i = nonnegative(wp.tid())
-    lam[i] = lam[i] * factor
-
-
-@wp.kernel
-def flag_pressure_switches(
-    pressure: wp.array(dtype=float),
-    pressure_previous: wp.array(dtype=float),
-    channel_world: wp.array(dtype=int),
-    world_cold: wp.array(dtype=int),
-):
-    """Mark the worlds where a pressure channel switched its actuation rows on or off (p > 0 drives
-    them) since the last step, and remember the pressures."""
-    c = wp.tid()
-    if (pressure[c] > 0.0) != (pressure_previous[c] > 0.0):
-        wp.atomic_max(world_cold, channel_world[c], 1)
-    pressure_previous[c] = pressure[c]
-
-
-@wp.kernel
-def drop_cold_multipliers(lam: wp.array(dtype=float), row_world: wp.array(dtype=int), world_cold: wp.array(dtype=int)):
-    """lambda <- 0 in the worlds marked cold; the others keep theirs for the warm start."""
-    i = nonnegative(wp.tid())
-    if world_cold[nonnegative(row_world[i])] != 0:
-        lam[i] = 0.0

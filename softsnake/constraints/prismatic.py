@@ -30,9 +30,16 @@ the plane, which the integrator removes.
 
 import warp as wp
 
-from .entities import nonnegative, write_body_block
-from .hinge import body_frame
-from .rows import write_neutral_row
+from softsnake.kernels.entities import body_frame, nonnegative, write_body_block, write_neutral_row
+from softsnake.spatial import perpendicular_pair, quat_inverse, quat_multiply, quat_to_matrix
+from softsnake.validation import finite, non_negative, unit_axis, vector
+
+from .base import ConstraintType, Field, joint_entities
+
+ROTATION_ROWS = wp.constant(3)
+"""Rows that lock the relative rotation (planar: 1, about z)."""
+NORMAL_ROWS = wp.constant(2)
+"""Rows that keep b's anchor on a's axis (planar: 1, along the in-plane normal)."""
 
 
 @wp.func
@@ -97,8 +104,8 @@ def eval_prismatic_rows(
     row = nonnegative(prismatic_row[t])
     alpha = prismatic_compliance[t] * inv_h2
     # Planar: only the rotation about z (axis 2) and the in-plane normal.
-    first_rotation = int(0)
-    normal_count = int(2)
+    first_rotation = int(3 - ROTATION_ROWS)
+    normal_count = int(NORMAL_ROWS)
     if planar != 0:
         first_rotation = 2
         normal_count = 1
@@ -151,3 +158,83 @@ def eval_prismatic_rows(
     else:
         write_joint_rows(J_values, nz, has_a, wp.vec3(0.0), wp.vec3(0.0), wp.vec3(0.0))
         write_neutral_row(row, row_c, row_compliance, row_damping)
+
+
+class Prismatic(ConstraintType):
+    name = "prismatic"
+    label = "prismatic"
+    planar_axis = "in_plane"
+    fields = (
+        Field("body_a", int, "", "first body, -1 for the static world", index="body"),
+        Field("body_b", int, "", "second body", index="body"),
+        Field("anchor_a", wp.vec3, "m", "joint point in a's frame (world frame for the static world)",
+              world_anchor_of="body_a"),
+        Field("anchor_b", wp.vec3, "m", "joint point in b's frame"),
+        Field("axis_a", wp.vec3, "", "unit sliding axis in a's frame"),
+        Field("normal_a1", wp.vec3, "", "first unit vector perpendicular to the axis, in a's frame"),
+        Field("normal_a2", wp.vec3, "", "second unit vector perpendicular to the axis, in a's frame"),
+        Field("rest_rotation", wp.quat, "", "rotation of b relative to a, locked: q0 = q_a^-1 q_b at build time"),
+        Field("compliance", float, "m/N", "inverse stiffness of the locking rows (0: rigid)"),
+        Field("driven", int, "", "1 for a joint driven along its axis at Control.prismatic_rate"),
+        Field("drive_mobility", float, "m/(N s)", "drop of the extension rate per newton of axial load"),
+        Field("rate", float, "m/s", "initial commanded extension rate (Control.prismatic_rate starts from it)"),
+    )
+
+    def rows_per_item(self, planar):
+        return 3 if planar else ROTATION_ROWS + NORMAL_ROWS + 1
+
+    def item_entities(self, columns, particle_count):
+        return joint_entities(columns, particle_count)
+
+    def row_command(self, solver, state, control, h):
+        m = solver.model
+        return solver.record(eval_prismatic_rows, m.prismatic_count, [
+            state.body_q, solver.body_q_prev, m.prismatic_body_a, m.prismatic_body_b, m.prismatic_anchor_a,
+            m.prismatic_anchor_b, m.prismatic_axis_a, m.prismatic_normal_a1, m.prismatic_normal_a2,
+            m.prismatic_rest_rotation, m.prismatic_compliance, m.prismatic_driven, m.prismatic_drive_mobility,
+            control.prismatic_rate, m.prismatic_row, solver.planar, h, 1.0 / (h * h), *solver.row_outputs()])
+
+
+PRISMATIC = Prismatic()
+
+
+class PrismaticBuilder:
+    """``ModelBuilder.add_prismatic``."""
+
+    @property
+    def prismatic_count(self):
+        return self.item_count(PRISMATIC)
+
+    def add_prismatic(self, body_a, body_b, anchor, axis, *, compliance=0.0, drive=False, rate=0.0, drive_mobility=0.0):
+        """Prismatic (slider) joint between body_a (-1: the static world) and body_b; six rows (planar model:
+        three, and the axis must lie in the plane).
+
+        The relative rotation is locked and b's anchor stays on the line through a's anchor along
+        ``axis`` (fixed in a's frame); b slides freely along it unless the joint is driven. A driven
+        joint extends at the commanded rate ``Control.prismatic_rate`` (the growth constraint of
+        seed 000 sec. II-E). The extension is measured from the build pose.
+
+        Args:
+            anchor: joint point in world coordinates at the current poses [m] (both bodies' anchors)
+            axis: sliding axis in world coordinates at the current poses
+            compliance: [m/N] of the five locking rows (0: rigid)
+            drive: whether the joint is driven along its axis
+            rate: initial commanded extension rate [m/s] (``Control.prismatic_rate``)
+            drive_mobility: [m/(N s)] drop of the extension rate per newton of axial load (0: the rate
+                is met exactly; u / mobility is the load that stalls the drive)
+        """
+        what = f"prismatic {self.prismatic_count}"
+        body_a, body_b = self.check_joint_bodies(body_a, body_b, what)
+        anchor = vector(anchor, 3, f"{what} anchor")
+        axis = unit_axis(axis, what)
+        rate = finite(rate, f"{what} rate")
+        pa, qa = self.body_pose(body_a)
+        pb, qb = self.body_pose(body_b)
+        Ra, Rb = quat_to_matrix(qa), quat_to_matrix(qb)
+        axis_local = Ra.T @ axis
+        e1, e2 = perpendicular_pair(axis_local)
+        return self.append_item(PRISMATIC, {
+            "body_a": body_a, "body_b": body_b, "anchor_a": Ra.T @ (anchor - pa), "anchor_b": Rb.T @ (anchor - pb),
+            "axis_a": axis_local, "normal_a1": e1, "normal_a2": e2, "rest_rotation": quat_multiply(quat_inverse(qa), qb),
+            "compliance": non_negative(compliance, f"{what} compliance"), "driven": int(bool(drive)),
+            "drive_mobility": non_negative(drive_mobility, f"{what} drive_mobility"), "rate": rate})

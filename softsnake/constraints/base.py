@@ -1,0 +1,196 @@
+"""What every constraint type declares: its fields, its rows, and how its kernel is launched.
+
+A constraint type is one module of ``softsnake.constraints`` holding, in one place:
+
+- its Warp kernel, which evaluates the type's rows at the current positions (residual c,
+  Jacobian blocks, compliance alpha = E / h^2, damping ratio gamma) and writes them into the
+  solver's row arrays (see ``softsnake.kernels.rows`` for what the solver makes of them);
+- a :class:`ConstraintType` descriptor: the per-item fields (``Field``: name, Warp dtype, unit,
+  meaning, and how ``ModelBuilder.add_world`` renumbers them), the rows per item, the entities
+  (particles, bodies) each row touches, and the launch of its kernel;
+- a builder mixin with its ``ModelBuilder.add_<type>`` method, which validates an item and
+  appends it (all fields at once, or nothing).
+
+Naming: an item's field ``f`` of type ``name`` is the list ``builder.<name>_<f>`` and the array
+``model.<name>_<f>``, the same name on both sides. Every type also has ``<name>_world`` (the world
+of each item), ``model.<name>_row`` (each item's first row, set by ``finalize``) and the count
+``<name>_count``.
+
+Adding a constraint type: write its module (kernel, descriptor, builder mixin) and register the
+descriptor in ``softsnake.constraints.CONSTRAINT_TYPES``.
+"""
+
+from dataclasses import dataclass
+
+import numpy as np
+import warp as wp
+
+from softsnake.errors import ModelError
+
+
+@dataclass(frozen=True)
+class Field:
+    """One per-item field of a constraint type (or of particles, bodies, shapes, obstacles).
+
+    Attributes:
+        name: the field's name; the builder list and the model array are ``<type>_<name>``
+        dtype: Warp dtype of the model array (``float``, ``int``, ``wp.vec3``, ``wp.mat33`` ...)
+        unit: SI unit in brackets, or "" for indices, flags and dimensionless values
+        doc: what the value means
+        index: "particle", "body" or "pressure_channel" for an index that ``add_world`` renumbers
+            (negative values, meaning "none" or "the static world", are kept); "" otherwise
+        world_anchor_of: for a point [m] given in world coordinates when the named body field is -1
+            (a joint to the static world): ``add_world`` moves it with the world's offset
+        upload: False for builder-only fields that ``finalize`` turns into other arrays
+    """
+
+    name: str
+    dtype: object
+    unit: str
+    doc: str
+    index: str = ""
+    world_anchor_of: str = ""
+    upload: bool = True
+
+
+def shift_field(field, values, *, particle_offset, body_offset, channel_offset, offset, anchors_of):
+    """A field's values from another builder, renumbered and moved for ``ModelBuilder.add_world``.
+
+    Index fields hold an int (negative: none, or the static world, kept as it is) or a tuple of
+    ints; ``anchors_of`` maps a body field's name to its values for the same items (world anchors).
+    """
+    if field.index:
+        shift = {"particle": particle_offset, "body": body_offset, "pressure_channel": channel_offset}[field.index]
+        if values and isinstance(values[0], tuple):
+            return [tuple(i + shift for i in v) for v in values]
+        return [v + shift if v >= 0 else v for v in values]
+    if field.world_anchor_of:
+        return [v + offset if b < 0 else v for v, b in zip(values, anchors_of[field.world_anchor_of])]
+    return list(values)
+
+
+def upload_array(values, dtype, device, shape_if_empty=0):
+    """A Warp array of ``dtype`` from a list of per-item values (an empty list gives ``shape_if_empty`` zeros)."""
+    a = np.asarray(values)
+    if a.size == 0:
+        return wp.zeros(shape_if_empty, dtype=dtype, device=device)
+    return wp.array(a, dtype=dtype, device=device)
+
+
+class ItemKind:
+    """Something a builder holds a list of: a name and its per-item fields (particles, bodies, shapes,
+    obstacles; ``ConstraintType`` extends it for constraint types)."""
+
+    name = ""
+    fields = ()
+
+    def __init__(self, name="", fields=()):
+        if name:
+            self.name = name
+        if fields:
+            self.fields = tuple(fields)
+
+
+class ConstraintType(ItemKind):
+    """Descriptor of one constraint type; subclasses set the class attributes and the methods.
+
+    Attributes:
+        name: prefix of the type's builder lists, model arrays and count (``distance``)
+        label: how messages name one item ("distance", "angular spring")
+        fields: the per-item ``Field`` declarations, in the order the builder appends them
+    """
+
+    name = ""
+    label = ""
+    fields = ()
+    built = True
+    """Whether a builder holds the items (False: ``columns`` makes them at finalize, as contact slots)."""
+    planar_axis = None
+    """For joints (fields body_a, axis_a): in a planar model the axis must be the plane "normal", or lie
+    "in_plane"; None for types without an axis."""
+
+    # ------------------------------------------------------------------ rows
+    def rows_per_item(self, planar):
+        """Rows of one item (``planar``: the model moves in the plane z = const)."""
+        raise NotImplementedError
+
+    def item_entities(self, columns, particle_count):
+        """Entities (particle i, or body b as particle_count + b) each item's rows touch, in the order
+        its kernel writes their Jacobian blocks: an int array (items, k), -1 where an item touches
+        fewer. ``columns``: {field name: NumPy array of the builder's values}."""
+        raise NotImplementedError
+
+    def block_rows(self, planar):
+        """Per row of an item, the row (relative to the item's first) that starts the 3x3 compliance
+        block it belongs to, or None for a row with a diagonal compliance of its own."""
+        return [None] * self.rows_per_item(planar)
+
+    # ------------------------------------------------------------------ model
+    def columns(self, builder):
+        """{field name: list of values} of every item, plus "world": the builder's lists. Types whose
+        items are made at finalize (contact slots) build them here."""
+        columns = {f.name: getattr(builder, f"{self.name}_{f.name}") for f in self.fields}
+        columns["world"] = getattr(builder, f"{self.name}_world")
+        return columns
+
+    def upload(self, columns, model, device):
+        """Set the type's model arrays from its columns (the fields with ``upload``); types whose items
+        need other arrays too (sampled moment curves) extend this."""
+        for field in self.fields:
+            if field.upload:
+                setattr(model, f"{self.name}_{field.name}", upload_array(columns[field.name], field.dtype, device))
+
+    # ------------------------------------------------------------------ solver
+    def allocate(self, solver):
+        """Create the type's per-item solver arrays on ``solver`` (most types have none)."""
+
+    def predict_commands(self, solver, state, h):
+        """Recorded launches after the prediction of a substep (contact detection); most types have none."""
+        return []
+
+    def update_commands(self, solver):
+        """Recorded launches between a Newton iteration's linear solve and its position update."""
+        return []
+
+    def row_command(self, solver, state, control, h):
+        """The recorded launch that evaluates every row of this type (called only when count > 0)."""
+        raise NotImplementedError
+
+
+def joint_entities(columns, particle_count):
+    """Entities of joints between body_a (-1: the static world) and body_b: (P + a, P + b), or
+    (P + b, -1) for a joint to the static world, whose rows touch only b."""
+    a = np.asarray(columns["body_a"], dtype=np.int64)
+    b = np.asarray(columns["body_b"], dtype=np.int64)
+    first = np.where(a >= 0, particle_count + a, particle_count + b)
+    second = np.where(a >= 0, particle_count + b, -1)
+    return np.stack([first, second], axis=1).reshape(-1, 2)
+
+
+class BuilderTables:
+    """Per-item lists on a builder, one per declared field, appended all at once.
+
+    ``declare(kind)`` creates ``<kind.name>_<field>`` lists and ``<kind.name>_world``;
+    ``append_item`` takes every field's value and appends them together, after the caller has
+    validated them all, so that a rejected item leaves no trace.
+    """
+
+    def declare(self, kind):
+        for field in kind.fields:
+            setattr(self, f"{kind.name}_{field.name}", [])
+        setattr(self, f"{kind.name}_world", [])
+
+    def item_count(self, kind):
+        return len(getattr(self, f"{kind.name}_world"))
+
+    def append_item(self, kind, values, world=None):
+        """Append one item of ``kind`` (``values``: every field's value) to the current world, or to
+        ``world``; returns its index."""
+        names = [f.name for f in kind.fields]
+        if sorted(values) != sorted(names):
+            raise ModelError(f"{kind.name}: fields {sorted(values)} differ from the declared {sorted(names)}")
+        world = self.current_world() if world is None else world
+        for name in names:
+            getattr(self, f"{kind.name}_{name}").append(values[name])
+        getattr(self, f"{kind.name}_world").append(world)
+        return self.item_count(kind) - 1

@@ -1,0 +1,151 @@
+"""Hinge joint rows between body a (or the static world, a = -1) and body b: five rows (planar: two).
+
+Rows 0-2 make the two anchors coincide: c = (x_a + R_a r_a) - (x_b + R_b r_b).
+Rows 3-4 align the axes: c = (R_a axis_a) . (R_b e_k) for the two unit vectors e_1, e_2 that are
+perpendicular to b's hinge axis; d(a . e) = dtheta_a . (a x e) + dtheta_b . (e x a).
+With a = -1 the anchor and axis of a are given in world coordinates and the rows touch only b.
+In a planar model (hinge axis = plane normal z) only rows 0-1 exist: the others hold motion out
+of the plane, which the integrator removes.
+"""
+
+import warp as wp
+
+from softsnake.kernels.entities import body_frame, nonnegative, write_body_block
+from softsnake.spatial import perpendicular_pair, quat_to_matrix
+from softsnake.validation import non_negative, unit_axis, vector
+
+from .base import ConstraintType, Field, joint_entities
+
+HINGE_ROWS = wp.constant(5)
+HINGE_ROWS_PLANAR = wp.constant(2)
+
+
+@wp.kernel
+def eval_hinge_rows(
+    body_q: wp.array(dtype=wp.transform),
+    hinge_body_a: wp.array(dtype=int),
+    hinge_body_b: wp.array(dtype=int),
+    hinge_anchor_a: wp.array(dtype=wp.vec3),
+    hinge_anchor_b: wp.array(dtype=wp.vec3),
+    hinge_axis_a: wp.array(dtype=wp.vec3),
+    hinge_normal_b1: wp.array(dtype=wp.vec3),
+    hinge_normal_b2: wp.array(dtype=wp.vec3),
+    hinge_compliance: wp.array(dtype=float),
+    hinge_row: wp.array(dtype=int),
+    planar: int,
+    inv_h2: float,
+    J_offsets: wp.array(dtype=int),
+    J_values: wp.array(dtype=float),
+    row_c: wp.array(dtype=float),
+    row_compliance: wp.array(dtype=float),
+    row_damping: wp.array(dtype=float),
+):
+    t = nonnegative(wp.tid())
+    # a may be -1 (the static world): tested before it indexes anything (body_frame).
+    a = hinge_body_a[t]
+    tf_a = body_frame(body_q, a)
+    tf_b = body_q[nonnegative(hinge_body_b[t])]
+    qa = wp.transform_get_rotation(tf_a)
+    qb = wp.transform_get_rotation(tf_b)
+    ra = wp.quat_rotate(qa, hinge_anchor_a[t])
+    rb = wp.quat_rotate(qb, hinge_anchor_b[t])
+    c = (wp.transform_get_translation(tf_a) + ra) - (wp.transform_get_translation(tf_b) + rb)
+    axis = wp.quat_rotate(qa, hinge_axis_a[t])
+    e1 = wp.quat_rotate(qb, hinge_normal_b1[t])
+    e2 = wp.quat_rotate(qb, hinge_normal_b2[t])
+    alpha = hinge_compliance[t] * inv_h2
+
+    row_count = HINGE_ROWS
+    if planar != 0:
+        row_count = HINGE_ROWS_PLANAR
+    row0 = nonnegative(hinge_row[t])
+    for k in range(row_count):
+        row = row0 + k
+        nz = nonnegative(J_offsets[row])
+        lin = wp.vec3(0.0)
+        ang_a = wp.vec3(0.0)
+        ang_b = wp.vec3(0.0)
+        if k < 3:
+            lin[k] = 1.0
+            ang_a = wp.cross(ra, lin)
+            ang_b = -wp.cross(rb, lin)
+            row_c[row] = c[k]
+        else:
+            e = e1
+            if k == 4:
+                e = e2
+            ang_a = wp.cross(axis, e)
+            ang_b = wp.cross(e, axis)
+            row_c[row] = wp.dot(axis, e)
+        if a >= 0:
+            write_body_block(J_values, nz, lin, ang_a)
+            nz += 6
+        if k < 3:
+            write_body_block(J_values, nz, -lin, ang_b)
+        else:
+            write_body_block(J_values, nz, wp.vec3(0.0), ang_b)
+        row_compliance[row] = alpha
+        row_damping[row] = 0.0
+
+
+class Hinge(ConstraintType):
+    name = "hinge"
+    label = "hinge"
+    planar_axis = "normal"
+    fields = (
+        Field("body_a", int, "", "first body, -1 for the static world", index="body"),
+        Field("body_b", int, "", "second body", index="body"),
+        Field("anchor_a", wp.vec3, "m", "joint point in a's frame (world frame for the static world)",
+              world_anchor_of="body_a"),
+        Field("anchor_b", wp.vec3, "m", "joint point in b's frame"),
+        Field("axis_a", wp.vec3, "", "unit hinge axis in a's frame"),
+        Field("normal_b1", wp.vec3, "", "first unit vector perpendicular to the axis, in b's frame"),
+        Field("normal_b2", wp.vec3, "", "second unit vector perpendicular to the axis, in b's frame"),
+        Field("compliance", float, "m/N", "inverse stiffness of every row (0: rigid)"),
+    )
+
+    def rows_per_item(self, planar):
+        return HINGE_ROWS_PLANAR if planar else HINGE_ROWS
+
+    def item_entities(self, columns, particle_count):
+        return joint_entities(columns, particle_count)
+
+    def row_command(self, solver, state, control, h):
+        m = solver.model
+        return solver.record(eval_hinge_rows, m.hinge_count, [
+            state.body_q, m.hinge_body_a, m.hinge_body_b, m.hinge_anchor_a, m.hinge_anchor_b, m.hinge_axis_a,
+            m.hinge_normal_b1, m.hinge_normal_b2, m.hinge_compliance, m.hinge_row, solver.planar, 1.0 / (h * h),
+            *solver.row_outputs()])
+
+
+HINGE = Hinge()
+
+
+class HingeBuilder:
+    """``ModelBuilder.add_hinge``."""
+
+    @property
+    def hinge_count(self):
+        return self.item_count(HINGE)
+
+    def add_hinge(self, body_a, body_b, anchor, axis, *, compliance=0.0):
+        """Hinge (revolute) joint between body_a (-1: the static world) and body_b; five rows (planar model: two,
+        and the axis must be the plane normal).
+
+        Args:
+            anchor: joint point in world coordinates at the current poses [m]
+            axis: hinge axis in world coordinates at the current poses
+            compliance: [m/N] for all its rows (0: rigid)
+        """
+        what = f"hinge {self.hinge_count}"
+        body_a, body_b = self.check_joint_bodies(body_a, body_b, what)
+        anchor = vector(anchor, 3, f"{what} anchor")
+        axis = unit_axis(axis, what)
+        pa, qa = self.body_pose(body_a)
+        pb, qb = self.body_pose(body_b)
+        Ra, Rb = quat_to_matrix(qa), quat_to_matrix(qb)
+        e1, e2 = perpendicular_pair(Rb.T @ axis)
+        return self.append_item(HINGE, {
+            "body_a": body_a, "body_b": body_b, "anchor_a": Ra.T @ (anchor - pa), "anchor_b": Rb.T @ (anchor - pb),
+            "axis_a": Ra.T @ axis, "normal_b1": e1, "normal_b2": e2,
+            "compliance": non_negative(compliance, f"{what} compliance")})

@@ -1,0 +1,254 @@
+"""Corotational linear tetrahedra as compliant constraints (seed 001, eq. 5).
+
+Six rows per tetrahedron: the strain sym(R^T F) - I in Voigt order (xx, yy, zz, yz, xz, xy),
+F = Ds Dm^-1 and R the rotation of the polar decomposition of F, held constant over a Newton
+iteration. The shear rows carry tensor shear strains (eps_yz, not gamma_yz = 2 eps_yz), so the
+energy 1/2 c^T E^-1 c equals the linear-elastic energy only with shear compliance (1 + nu) / (2 Y V):
+the normal block [[1, -nu, -nu], [-nu, 1, -nu], [-nu, -nu, 1]] / (Y V) is the inverse of the
+isotropic normal stiffness and stays finite (and singular only in the volumetric direction,
+i.e. incompressible) as nu -> 0.5.
+"""
+
+import numpy as np
+import warp as wp
+
+from softsnake.errors import ModelError
+from softsnake.kernels.entities import nonnegative, write_particle_block
+from softsnake.spatial import quat_to_matrix
+from softsnake.validation import non_negative, positive, unit_quaternion, vector
+
+from .base import ConstraintType, Field
+
+
+@wp.func
+def polar_rotation(F: wp.mat33):
+    """Rotation of the polar decomposition, valid for near-degenerate and inverted F."""
+    U = wp.mat33()
+    sigma = wp.vec3()
+    V = wp.mat33()
+    wp.svd3(F, U, sigma, V)
+    if wp.determinant(U * wp.transpose(V)) < 0.0:
+        # Reflect the direction of the smallest singular value: the closest rotation.
+        k = int(0)
+        if sigma[1] < sigma[k]:
+            k = 1
+        if sigma[2] < sigma[k]:
+            k = 2
+        for r in range(3):
+            U[r, k] = -U[r, k]
+    return U * wp.transpose(V)
+
+
+@wp.func
+def strain_gradient(R: wp.mat33, B: wp.mat33, a: int, i: int, j: int):
+    """d eps_ij / d x_a for node a = 1..3 (node 0 is minus their sum); B = Dm^-1."""
+    ri = wp.vec3(R[0, i], R[1, i], R[2, i])
+    rj = wp.vec3(R[0, j], R[1, j], R[2, j])
+    return (ri * B[a - 1, j] + rj * B[a - 1, i]) * 0.5
+
+
+@wp.kernel
+def eval_tetrahedron_rows(
+    particle_q: wp.array(dtype=wp.vec3),
+    tet_particles: wp.array(dtype=wp.vec4i),
+    tet_inv_rest: wp.array(dtype=wp.mat33),
+    tet_volume: wp.array(dtype=float),
+    tet_youngs_modulus: wp.array(dtype=float),
+    tet_poisson_ratio: wp.array(dtype=float),
+    tet_damping: wp.array(dtype=float),
+    tet_row: wp.array(dtype=int),
+    inv_h: float,
+    inv_h2: float,
+    J_offsets: wp.array(dtype=int),
+    J_values: wp.array(dtype=float),
+    row_c: wp.array(dtype=float),
+    row_compliance: wp.array(dtype=float),
+    row_damping: wp.array(dtype=float),
+    row_coupling: wp.array(dtype=float),
+):
+    t = nonnegative(wp.tid())
+    idx = tet_particles[t]
+    x0 = particle_q[nonnegative(idx[0])]
+    x1 = particle_q[nonnegative(idx[1])]
+    x2 = particle_q[nonnegative(idx[2])]
+    x3 = particle_q[nonnegative(idx[3])]
+    Ds = wp.matrix_from_cols(x1 - x0, x2 - x0, x3 - x0)
+    B = tet_inv_rest[t]
+    F = Ds * B
+    R = polar_rotation(F)
+    S = wp.transpose(R) * F
+    eps = (S + wp.transpose(S)) * 0.5
+
+    scale = inv_h2 / (tet_youngs_modulus[t] * tet_volume[t])
+    nu = tet_poisson_ratio[t]
+    gamma = tet_damping[t] * inv_h
+    row0 = nonnegative(tet_row[t])
+
+    for k in range(6):
+        i = int(k)
+        j = int(k)
+        if k == 3:
+            i = 1
+            j = 2
+        elif k == 4:
+            i = 0
+            j = 2
+        elif k == 5:
+            i = 0
+            j = 1
+        row = row0 + k
+        nz = nonnegative(J_offsets[row])
+        g1 = strain_gradient(R, B, 1, i, j)
+        g2 = strain_gradient(R, B, 2, i, j)
+        g3 = strain_gradient(R, B, 3, i, j)
+        write_particle_block(J_values, nz, -(g1 + g2 + g3))
+        write_particle_block(J_values, nz + 3, g1)
+        write_particle_block(J_values, nz + 6, g2)
+        write_particle_block(J_values, nz + 9, g3)
+        if k < 3:
+            row_c[row] = eps[i, j] - 1.0
+            row_compliance[row] = scale
+            row_coupling[row] = -nu * scale
+        else:
+            row_c[row] = eps[i, j]
+            row_compliance[row] = (1.0 + nu) * 0.5 * scale
+            row_coupling[row] = 0.0
+        row_damping[row] = gamma
+
+
+class Tetrahedron(ConstraintType):
+    name = "tet"
+    label = "tetrahedron"
+    fields = (
+        Field("particles", wp.vec4i, "", "the four vertices, positively oriented", index="particle"),
+        Field("inv_rest", wp.mat33, "1/m", "Dm^-1, the inverse of the rest edge matrix [x1-x0, x2-x0, x3-x0]"),
+        Field("volume", float, "m^3", "rest volume V"),
+        Field("youngs_modulus", float, "Pa", "Young's modulus Y"),
+        Field("poisson_ratio", float, "", "Poisson's ratio nu in [0, 0.5)"),
+        Field("damping", float, "s", "stiffness-proportional damping time beta"),
+    )
+
+    def rows_per_item(self, planar):
+        return 6
+
+    def block_rows(self, planar):
+        # The three normal strain rows share one 3x3 compliance block; the shear rows stand alone.
+        return [0, 0, 0, None, None, None]
+
+    def item_entities(self, columns, particle_count):
+        return np.asarray(columns["particles"], dtype=np.int64).reshape(-1, 4)
+
+    def row_command(self, solver, state, control, h):
+        m = solver.model
+        return solver.record(eval_tetrahedron_rows, m.tet_count, [
+            state.particle_q, m.tet_particles, m.tet_inv_rest, m.tet_volume, m.tet_youngs_modulus, m.tet_poisson_ratio,
+            m.tet_damping, m.tet_row, 1.0 / h, 1.0 / (h * h), *solver.row_outputs(), solver.row_coupling])
+
+
+TETRAHEDRON = Tetrahedron()
+
+
+class TetrahedronBuilder:
+    """``ModelBuilder.add_soft_mesh``."""
+
+    @property
+    def tet_count(self):
+        return self.item_count(TETRAHEDRON)
+
+    def add_soft_mesh(
+        self,
+        vertices,
+        tets,
+        density,
+        youngs_modulus,
+        poisson_ratio,
+        *,
+        position=(0.0, 0.0, 0.0),
+        rotation=(0.0, 0.0, 0.0, 1.0),
+        velocity=(0.0, 0.0, 0.0),
+        damping=0.0,
+        particle_radius=0.0,
+        collide="surface",
+    ):
+        """Add a tetrahedral mesh of corotational linear elements (seed 001, eq. 5).
+
+        Each tetrahedron adds six compliant strain rows with compliance S / V (S the isotropic
+        compliance, V the rest volume); particle masses are lumped (a quarter of every adjacent
+        element's mass).
+
+        Args:
+            vertices: rest positions (n, 3) [m] in the mesh frame
+            tets: vertex indices (m, 4), positively oriented (det[x1-x0, x2-x0, x3-x0] > 0)
+            density: mass density [kg/m^3]
+            youngs_modulus: Young's modulus Y [Pa]
+            poisson_ratio: nu in [0, 0.5)
+            position, rotation: placement of the mesh frame [m], quaternion (x, y, z, w)
+            velocity: initial velocity of every vertex [m/s]
+            damping: stiffness-proportional damping time beta [s] (damping force = beta K v)
+            particle_radius: contact radius of the vertices [m]
+            collide: "surface" (boundary vertices collide), "all" or "none"
+
+        Returns:
+            the index of the mesh's first particle (its vertices are consecutive).
+        """
+        verts = np.asarray(vertices, dtype=np.float64)
+        t = np.asarray(tets)
+        if verts.ndim != 2 or verts.shape[1] != 3 or len(verts) == 0:
+            raise ModelError(f"soft mesh vertices must have shape (n, 3), got {verts.shape}")
+        if not np.all(np.isfinite(verts)):
+            raise ModelError("soft mesh vertices contain NaN or Inf")
+        if t.ndim != 2 or t.shape[1] != 4 or len(t) == 0:
+            raise ModelError(f"soft mesh tets must have shape (m, 4), got {t.shape}")
+        if not np.issubdtype(t.dtype, np.integer):
+            raise ModelError(f"soft mesh tets must be integer indices, got dtype {t.dtype}")
+        bad = np.argwhere((t < 0) | (t >= len(verts)))
+        if len(bad):
+            k = bad[0][0]
+            raise ModelError(f"soft mesh tet {k} has vertex index {t[k].tolist()} out of range [0, {len(verts)})")
+        density = positive(density, "soft mesh density")
+        youngs_modulus = positive(youngs_modulus, "soft mesh youngs_modulus")
+        nu = float(poisson_ratio)
+        if not (0.0 <= nu < 0.5):
+            raise ModelError(f"soft mesh poisson_ratio must lie in [0, 0.5), got {poisson_ratio}")
+        damping = non_negative(damping, "soft mesh damping")
+        if collide not in ("surface", "all", "none"):
+            raise ModelError(f"soft mesh collide must be 'surface', 'all' or 'none', got {collide!r}")
+
+        Dm = np.stack([verts[t[:, 1]] - verts[t[:, 0]], verts[t[:, 2]] - verts[t[:, 0]], verts[t[:, 3]] - verts[t[:, 0]]], axis=2)
+        det = np.linalg.det(Dm)
+        scale = np.max(np.ptp(verts, axis=0)) ** 3
+        tiny = np.argwhere(np.abs(det) <= 1e-12 * scale)
+        if len(tiny):
+            k = tiny[0][0]
+            raise ModelError(f"soft mesh tet {k} {t[k].tolist()} has zero volume")
+        inverted = np.argwhere(det < 0)
+        if len(inverted):
+            k = inverted[0][0]
+            raise ModelError(f"soft mesh tet {k} {t[k].tolist()} is inverted (negative volume); reorder its vertices")
+        volume = det / 6.0
+
+        mass = np.zeros(len(verts))
+        np.add.at(mass, t.ravel(), np.repeat(volume * density / 4.0, 4))
+        orphan = np.argwhere(mass == 0)
+        if len(orphan):
+            raise ModelError(f"soft mesh vertex {orphan[0][0]} belongs to no tetrahedron")
+
+        if collide == "surface":
+            faces = np.sort(np.concatenate([t[:, [0, 1, 2]], t[:, [0, 1, 3]], t[:, [0, 2, 3]], t[:, [1, 2, 3]]]), axis=1)
+            uniq, counts = np.unique(faces, axis=0, return_counts=True)
+            on_surface = np.zeros(len(verts), dtype=bool)
+            on_surface[uniq[counts == 1].ravel()] = True
+        else:
+            on_surface = np.full(len(verts), collide == "all")
+
+        R = quat_to_matrix(unit_quaternion(rotation, "soft mesh rotation"))
+        world_verts = verts @ R.T + vector(position, 3, "soft mesh position")
+        start = self.particle_count
+        for k in range(len(verts)):
+            self.add_particle(world_verts[k], velocity, mass[k], radius=particle_radius, collide=bool(on_surface[k]))
+        inv_rest = np.linalg.inv(Dm)
+        for k in range(len(t)):
+            self.append_item(TETRAHEDRON, {
+                "particles": tuple(int(i) + start for i in t[k]), "inv_rest": inv_rest[k], "volume": volume[k],
+                "youngs_modulus": youngs_modulus, "poisson_ratio": nu, "damping": damping})
+        return start
