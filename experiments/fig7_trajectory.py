@@ -22,9 +22,9 @@ from matplotlib.figure import Figure  # noqa: E402
 
 from softsnake import cli  # noqa: E402
 from softsnake.output_files import save_png, write_dict_csv  # noqa: E402
-from softsnake.snake.cmd_gait import CSV_NAME, read_trajectories_csv  # noqa: E402
-from softsnake.snake.config import load_snake_config  # noqa: E402
-from softsnake.snake.robot import snake_length  # noqa: E402
+from softsnake.robots.snake.cmd_gait import CSV_NAME, read_trajectories_csv  # noqa: E402
+from softsnake.robots.snake.config import load_snake_config  # noqa: E402
+from softsnake.robots.snake.robot import snake_length  # noqa: E402
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
 SECONDS = 10.0

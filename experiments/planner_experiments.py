@@ -33,9 +33,9 @@ from scipy.integrate import quad  # noqa: E402
 from scipy.optimize import brentq  # noqa: E402
 
 from softsnake.output_files import save_png, write_csv  # noqa: E402
-from softsnake.vine.cmd_plan import write_plans_png  # noqa: E402
-from softsnake.vine.planner import plan_paths, reach_mask, workspace_levels  # noqa: E402
-from softsnake.vine.scene import load_scene  # noqa: E402
+from softsnake.robots.vine.cmd_plan import write_plans_png  # noqa: E402
+from softsnake.robots.vine.planner import plan_paths, reach_mask, workspace_levels  # noqa: E402
+from softsnake.robots.vine.scene import load_scene  # noqa: E402
 
 RASTER_SPACING = 0.005
 """Workspace raster cell size [m]."""

@@ -1,6 +1,6 @@
 """Execute the seed 004 planner's best plan for assets/vine/planner_navigation.toml on the dynamic vine.
 
-The planner (softsnake/vine/planner.py) returns its best feasible plan, O2: a passive section that
+The planner (softsnake/robots/vine/planner.py) returns its best feasible plan, O2: a passive section that
 leans on obstacle O2, bent by the contact as a point-loaded cantilever (seed 004 eqs. 3-4), and an
 actuated constant-curvature tip section from O2 to the target. Here a vine with the robot of seed
 004 (tube diameter 0.064 m, EI = 0.1 N m^2 as a pin stiffness K = EI / link length) grows through
@@ -40,10 +40,10 @@ import matplotlib.pyplot as plt  # noqa: E402  (the backend must be chosen first
 import numpy as np  # noqa: E402
 
 from softsnake.output_files import save_png, write_dict_csv  # noqa: E402
-from softsnake.vine.cmd_plan import _draw_obstacles  # noqa: E402
-from softsnake.vine.planner import plan_paths  # noqa: E402
-from softsnake.vine.scene import VineParams, load_scene  # noqa: E402
-from softsnake.vine.simulation import VineBatch, VineSpec, rollout, steering_pressure  # noqa: E402
+from softsnake.robots.vine.cmd_plan import _draw_obstacles  # noqa: E402
+from softsnake.robots.vine.planner import plan_paths  # noqa: E402
+from softsnake.robots.vine.scene import VineParams, load_scene  # noqa: E402
+from softsnake.robots.vine.simulation import VineBatch, VineSpec, rollout, steering_pressure  # noqa: E402
 from output_folder import output_folder  # noqa: E402
 
 LINK_COUNT = 48

@@ -36,10 +36,10 @@ import warp as wp  # noqa: E402
 from scipy.optimize import minimize  # noqa: E402
 
 from softsnake.output_files import save_png, write_csv, write_dict_csv  # noqa: E402
-from softsnake.vine.cmd_plan import _draw_obstacles  # noqa: E402
-from softsnake.vine.reference import load_jitosho_rollout, load_wall_fit, rollout_length, rollout_tip  # noqa: E402
-from softsnake.vine.scene import load_scene  # noqa: E402
-from softsnake.vine.simulation import VineBatch, VineSpec, rollout, specs_from_scene  # noqa: E402
+from softsnake.robots.vine.cmd_plan import _draw_obstacles  # noqa: E402
+from softsnake.robots.vine.reference import load_jitosho_rollout, load_wall_fit, rollout_length, rollout_tip  # noqa: E402
+from softsnake.robots.vine.scene import load_scene  # noqa: E402
+from softsnake.robots.vine.simulation import VineBatch, VineSpec, rollout, specs_from_scene  # noqa: E402
 from output_folder import output_folder  # noqa: E402
 
 SNAPSHOT_TIMES = (0.5, 1.5, 2.5, 3.0, 3.5, 4.0, 4.5, 4.99)

@@ -12,7 +12,7 @@ the scene's heading, fixed seed) in the cluttered scene of jitosho_cluttered_1, 
 40 links (seed 003's maximum virtual links) and 15 links (the 30-body vine above), time per step
 and per vine and step, in one process (one CPU core: Warp runs a CPU kernel on one thread) and, on
 the CPU, for batches of at least ``WORKERS_MIN_VINES`` vines also split over one worker process per
-core (softsnake.vine.workers, column ``processes``). Seed 003 runs 100 steps; to bound this script's time the largest batches
+core (softsnake.robots.vine.workers, column ``processes``). Seed 003 runs 100 steps; to bound this script's time the largest batches
 run fewer (column ``steps``), which does not change a per-step time that is steady after the
 first step (the first step, with kernel loading, is never timed).
 
@@ -43,9 +43,9 @@ import numpy as np  # noqa: E402
 import warp as wp  # noqa: E402
 
 from softsnake.output_files import save_png, write_dict_csv  # noqa: E402
-from softsnake.vine.scene import ObstacleCircle, VineParams, load_scene  # noqa: E402
-from softsnake.vine.simulation import VineBatch, VineSpec  # noqa: E402
-from softsnake.vine.workers import VineBatchWorkers  # noqa: E402
+from softsnake.robots.vine.scene import ObstacleCircle, VineParams, load_scene  # noqa: E402
+from softsnake.robots.vine.simulation import VineBatch, VineSpec  # noqa: E402
+from softsnake.robots.vine.workers import VineBatchWorkers  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results"
 SEED_000_MS_30_BODIES = 3.0

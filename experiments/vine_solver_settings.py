@@ -3,7 +3,7 @@
 The engine's settings come from the soft-snake paper (seed 001: 4 Newton iterations of 20
 conjugate residual iterations per substep). A vine is a chain of rigid bodies with far fewer rows,
 so this study measures what each setting costs in accuracy, to choose the vine's defaults
-(``softsnake.vine.simulation.SOLVER_DEFAULTS``) on evidence rather than by analogy:
+(``softsnake.robots.vine.simulation.SOLVER_DEFAULTS``) on evidence rather than by analogy:
 
 - cluttered scenes 1 and 2 (reference rollouts of seed 000's simulator, 25 links): tip error against
   the reference (median and maximum in tube diameters), final length against the reference, whether
@@ -36,9 +36,9 @@ import warp as wp  # noqa: E402
 
 from softsnake.errors import SimulationError  # noqa: E402
 from softsnake.output_files import write_dict_csv  # noqa: E402
-from softsnake.vine.reference import load_jitosho_rollout, load_wall_fit, rollout_length, rollout_tip  # noqa: E402
-from softsnake.vine.scene import load_scene  # noqa: E402
-from softsnake.vine.simulation import VineBatch, VineSpec, rollout, specs_from_scene  # noqa: E402
+from softsnake.robots.vine.reference import load_jitosho_rollout, load_wall_fit, rollout_length, rollout_tip  # noqa: E402
+from softsnake.robots.vine.scene import load_scene  # noqa: E402
+from softsnake.robots.vine.simulation import VineBatch, VineSpec, rollout, specs_from_scene  # noqa: E402
 from vine_reference import backbone, swept_angles, wall_start  # noqa: E402
 from vine_runtime import HEADING_SPREAD, RUNTIME_OBSTACLE, RUNTIME_VINE, SINGLE_DT, SINGLE_STEPS  # noqa: E402
 from output_folder import output_folder  # noqa: E402

@@ -10,12 +10,12 @@ import importlib
 import sys
 
 COMMANDS = {
-    "gait": ("softsnake.snake.cmd_gait", "simulate snakes under the open-loop gait (USD, CSV, PNG)"),
-    "curvature": ("softsnake.snake.cmd_curvature", "steady link curvature against chamber pressure (Fig. 5)"),
-    "step-response": ("softsnake.snake.cmd_step_response", "chamber pressure step response (Fig. 6)"),
-    "bench": ("softsnake.snake.cmd_bench", "time per frame for links and snakes (Table II)"),
-    "vine": ("softsnake.vine.cmd_vine", "grow vine robots through a scene (USD, CSV, PNG)"),
-    "plan": ("softsnake.vine.cmd_plan", "obstacle-interaction plans for a vine scene"),
+    "gait": ("softsnake.robots.snake.cmd_gait", "simulate snakes under the open-loop gait (USD, CSV, PNG)"),
+    "curvature": ("softsnake.robots.snake.cmd_curvature", "steady link curvature against chamber pressure (Fig. 5)"),
+    "step-response": ("softsnake.robots.snake.cmd_step_response", "chamber pressure step response (Fig. 6)"),
+    "bench": ("softsnake.robots.snake.cmd_bench", "time per frame for links and snakes (Table II)"),
+    "vine": ("softsnake.robots.vine.cmd_vine", "grow vine robots through a scene (USD, CSV, PNG)"),
+    "plan": ("softsnake.robots.vine.cmd_plan", "obstacle-interaction plans for a vine scene"),
 }
 
 

@@ -5,7 +5,7 @@ import math
 import numpy as np
 import pytest
 
-from softsnake.snake.gait import AMPLITUDE_MAX, GaitParameterError, GaitParams, gait_command, sweep
+from softsnake.robots.snake.gait import AMPLITUDE_MAX, GaitParameterError, GaitParams, gait_command, sweep
 from softsnake.units import psi_to_pa
 
 A8 = psi_to_pa(8.0)

@@ -185,11 +185,11 @@ def engine_states():
 
 def bench_case_state():
     """The bench's one-link case after its frames (the state the bench times)."""
-    from softsnake.snake.cmd_bench import _case_model  # noqa: the bench's own case builder
-    from softsnake.snake.config import load_snake_config
-    from softsnake.snake.gait import GaitParams, gait_command
-    from softsnake.snake.pressure import chamber_targets
-    from softsnake.snake.simulation import DT_DEFAULT, snake_solver
+    from softsnake.robots.snake.cmd_bench import _case_model  # noqa: the bench's own case builder
+    from softsnake.robots.snake.config import load_snake_config
+    from softsnake.robots.snake.gait import GaitParams, gait_command
+    from softsnake.robots.actuation import chamber_targets
+    from softsnake.robots.snake.simulation import DT_DEFAULT, snake_solver
 
     config = load_snake_config(resolution="coarse")
     model, handle, count = _case_model(0.25, config, "coarse", "cpu")

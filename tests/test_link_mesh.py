@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 from scipy.spatial import cKDTree
 
-from softsnake.snake.config import ConfigError, load_snake_config
-from softsnake.snake.link_mesh import (
+from softsnake.robots.snake.config import ConfigError, load_snake_config
+from softsnake.robots.snake.link_mesh import (
     LinkMeshError,
     build_link_mesh,
     load_link_mesh,

@@ -9,10 +9,10 @@ import pytest
 from scipy.integrate import quad, solve_ivp
 
 from softsnake.cli import main
-from softsnake.vine.planner import (PlannerError, Pose, bend_or_wrinkle, cantilever_deflection, forward_kinematics,
+from softsnake.robots.vine.planner import (PlannerError, Pose, bend_or_wrinkle, cantilever_deflection, forward_kinematics,
                                     inverse_kinematics, obstacle_interaction, plan_paths, polyline_self_intersects,
                                     reach_mask, required_wrap, workspace_levels, wrapped_angle_error)
-from softsnake.vine.scene import ObstacleCircle, ObstacleRectangle, PlanProblem, load_scene
+from softsnake.robots.vine.scene import ObstacleCircle, ObstacleRectangle, PlanProblem, load_scene
 
 EI = 0.1
 MC = 0.32

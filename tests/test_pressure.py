@@ -8,8 +8,8 @@ import pytest
 from scipy.integrate import solve_ivp
 
 from softsnake import cli
-from softsnake.snake.cmd_step_response import simulate_step_response, summarize_step_response
-from softsnake.snake.pressure import PressureLatency, PressureModelError, chamber_targets
+from softsnake.robots.snake.cmd_step_response import simulate_step_response, summarize_step_response
+from softsnake.robots.actuation import PressureLatency, PressureModelError, chamber_targets
 from softsnake.units import psi_to_pa
 
 H0 = 1.0 / 120.0

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from matplotlib.path import Path
 
-from softsnake.vine.scene import (ObstacleCircle, ObstacleRectangle, ObstacleWall, PlanProblem, SceneError,
+from softsnake.robots.vine.scene import (ObstacleCircle, ObstacleRectangle, ObstacleWall, PlanProblem, SceneError,
                                   VineParams, load_scene, obstacle_signed_distance, scene_from_dict,
                                   shipped_scene_names)
 

@@ -11,11 +11,11 @@ import warp as wp
 import softsnake
 from softsnake.spatial import quat_from_axis_angle, quat_multiply
 from softsnake.cli import main
-from softsnake.snake.cmd_bench import LINK_CASE, time_case
-from softsnake.snake.cmd_curvature import simulate_curvature, summarize_curvature
-from softsnake.snake.config import load_snake_config
-from softsnake.snake.gait import GaitParams
-from softsnake.snake.robot import (
+from softsnake.robots.snake.cmd_bench import LINK_CASE, time_case
+from softsnake.robots.snake.cmd_curvature import simulate_curvature, summarize_curvature
+from softsnake.robots.snake.config import load_snake_config
+from softsnake.robots.snake.gait import GaitParams
+from softsnake.robots.snake.robot import (
     TABLE_1,
     add_module,
     add_snake,
@@ -26,7 +26,7 @@ from softsnake.snake.robot import (
     snake_length,
     table_counts,
 )
-from softsnake.snake.simulation import SnakeSimulation, SnakeSimulationError
+from softsnake.robots.snake.simulation import SnakeSimulation, SnakeSimulationError
 from softsnake.units import psi_to_pa
 
 wp.config.quiet = True

@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from softsnake.snake.config import (
+from softsnake.robots.snake.config import (
     ConfigError,
     MaterialConfig,
     ResolutionConfig,

@@ -5,8 +5,8 @@ import pytest
 import warp as wp
 from pxr import Usd, UsdGeom
 
-from softsnake.snake.config import load_snake_config
-from softsnake.snake.simulation import SnakeDivergedError, SnakeSimulation
+from softsnake.robots.snake.config import load_snake_config
+from softsnake.robots.snake.simulation import SnakeDivergedError, SnakeSimulation
 
 wp.config.quiet = True
 

@@ -14,12 +14,12 @@ import warp as wp
 
 import softsnake
 from softsnake.spatial import quat_from_axis_angle
-from softsnake.vine import stiffness
-from softsnake.vine.reference import ReferenceDataError, load_jitosho_rollout, reference_folder, rollout_tip
-from softsnake.vine.robot import VineBuildError, add_obstacles, add_vine, vine_world, wrinkling_moment_curve
-from softsnake.vine.scene import (ObstacleCircle, ObstacleRectangle, ObstacleWall, VineParams, load_scene,
+from softsnake.robots.vine import stiffness
+from softsnake.robots.vine.reference import ReferenceDataError, load_jitosho_rollout, reference_folder, rollout_tip
+from softsnake.robots.vine.robot import VineBuildError, add_obstacles, add_vine, vine_world, wrinkling_moment_curve
+from softsnake.robots.vine.scene import (ObstacleCircle, ObstacleRectangle, ObstacleWall, VineParams, load_scene,
                                   obstacle_signed_distance)
-from softsnake.vine.simulation import (SOLVER_DEFAULTS, VineBatch, VineSimulationError, VineSpec, rollout,
+from softsnake.robots.vine.simulation import (SOLVER_DEFAULTS, VineBatch, VineSimulationError, VineSpec, rollout,
                                        specs_from_scene, steering_pressure)
 
 wp.config.quiet = True

@@ -1,10 +1,10 @@
-"""Reference-data loaders (softsnake.vine.reference) against the README and the data themselves."""
+"""Reference-data loaders (softsnake.robots.vine.reference) against the README and the data themselves."""
 
 import numpy as np
 import pytest
 
-from softsnake.vine import reference as ref
-from softsnake.vine.scene import ObstacleRectangle
+from softsnake.robots.vine import reference as ref
+from softsnake.robots.vine.scene import ObstacleRectangle
 
 
 def _reference_present():
@@ -208,7 +208,7 @@ def test_unknown_data_set_lists_the_available_ones():
 @needs_data
 @pytest.mark.parametrize("n", [1, 2])
 def test_shipped_cluttered_scene_matches_reference(rollouts, n):
-    from softsnake.vine.scene import load_scene
+    from softsnake.robots.vine.scene import load_scene
 
     scene = load_scene(f"jitosho_cluttered_{n}")
     t, q, _ = rollouts[n]
@@ -230,7 +230,7 @@ def test_shipped_cluttered_scene_matches_reference(rollouts, n):
 
 @needs_data
 def test_shipped_wall_scene_matches_reference():
-    from softsnake.vine.scene import load_scene
+    from softsnake.robots.vine.scene import load_scene
 
     scene = load_scene("jitosho_wall")
     wall_fit = ref.load_wall_fit()

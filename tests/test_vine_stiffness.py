@@ -1,4 +1,4 @@
-"""Bending-moment models of the vine robot (softsnake.vine.stiffness) against analytic values.
+"""Bending-moment models of the vine robot (softsnake.robots.vine.stiffness) against analytic values.
 
 Reference values: the eps_crit cubic evaluated by hand at s = -1, 0, 1, 2; Comer-Levy eq. 1 at
 gamma_0 = 0, pi/2, pi in closed form; its expansion near pi derived in the module docstring.
@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from softsnake.units import psi_to_pa
-from softsnake.vine import stiffness as st
+from softsnake.robots.vine import stiffness as st
 
 RADIUS = 0.0075  # tube radius of the Jitosho cluttered scenes [m]
 PRESSURES = [psi_to_pa(0.5), psi_to_pa(1.0), psi_to_pa(2.0)]  # [Pa]

@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 from softsnake.errors import SimulationError
-from softsnake.vine.scene import load_scene
-from softsnake.vine.simulation import VineBatch, VineSimulationError, VineSpec, rollout
-from softsnake.vine.workers import VineBatchWorkers
+from softsnake.robots.vine.scene import load_scene
+from softsnake.robots.vine.simulation import VineBatch, VineSimulationError, VineSpec, rollout
+from softsnake.robots.vine.workers import VineBatchWorkers
 
 
 def small_specs(count=5, links=6):

@@ -30,7 +30,7 @@ from softsnake.solver import Solver
 from softsnake.units import pa_to_psi, psi_to_pa
 
 from .config import ConfigError, load_snake_config
-from .pressure import chamber_targets
+from ..actuation import chamber_targets
 from .robot import add_link_stand, link_curvature
 from .simulation import DT_DEFAULT, cuda_available
 

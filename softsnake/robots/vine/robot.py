@@ -25,8 +25,8 @@ import numpy as np
 
 from softsnake.builder import ModelBuilder
 from softsnake.spatial import quat_from_axis_angle
-from softsnake.vine import stiffness as stiffness_models
-from softsnake.vine.scene import ObstacleCircle, ObstacleRectangle, ObstacleWall
+from softsnake.robots.vine import stiffness as stiffness_models
+from softsnake.robots.vine.scene import ObstacleCircle, ObstacleRectangle, ObstacleWall
 
 OBSTACLE_HALF_HEIGHT = 1.0
 """Half height of the obstacle boxes and cylinders along z [m]; the vine lives at z = 0."""

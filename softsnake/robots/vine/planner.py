@@ -77,7 +77,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from softsnake.vine.scene import ObstacleCircle, PlanProblem, obstacle_signed_distance
+from softsnake.robots.vine.scene import ObstacleCircle, PlanProblem, obstacle_signed_distance
 
 SEQUENCE_COUNT_MAX = 5000
 """Most candidate sequences ``plan_paths`` enumerates before asking for ``sequence_length_max``."""

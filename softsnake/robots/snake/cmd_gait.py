@@ -25,7 +25,7 @@ from softsnake.units import pa_to_psi, psi_to_pa
 from .cmd_curvature import check_device
 from .config import ConfigError
 from .gait import GaitParameterError, GaitParams
-from .pressure import SUPPLY_PRESSURE_DEFAULT, PressureModelError
+from ..actuation import SUPPLY_PRESSURE_DEFAULT, PressureModelError
 from .simulation import SnakeDivergedError, SnakeSimulation, SnakeSimulationError
 
 SNAKES_DEFAULT = 2

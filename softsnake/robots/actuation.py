@@ -1,4 +1,7 @@
-"""Chamber pressure latency of the soft snake (seed 001, section V-A, eqs. 10-12).
+"""Chamber pressure latency of pneumatic actuators (seed 001, section V-A, eqs. 10-12).
+
+Shared by the robots: the soft snake's link chambers and the vine's steering muscles (antagonistic
+chamber pairs both) go through this model.
 
 The valves cannot deliver a commanded pressure at once. The paper updates each chamber once per
 simulation step h0 = 1/120 s with the map

@@ -26,11 +26,10 @@ from tqdm import tqdm
 from softsnake.builder import ModelBuilder
 from softsnake.errors import SimulationError
 from softsnake.solver import Solver
-from softsnake.usd_writer import UsdRecorder
 
 from .config import load_snake_config
 from .gait import GAIT_FIELDS, GaitParams, gait_command
-from .pressure import SUPPLY_PRESSURE_DEFAULT, PressureLatency, chamber_targets
+from ..actuation import SUPPLY_PRESSURE_DEFAULT, PressureLatency, chamber_targets
 from .robot import add_snake, link_curvature, snake_length
 
 DT_DEFAULT = 1.0 / 120.0
@@ -285,7 +284,12 @@ class SnakeSimulation:
             return SnakeTrajectories(time, com, curvature, command, pressure, HEADING,
                                      snake_length(self.config)).truncated(count)
 
-        recorder = UsdRecorder(usd_path, fps=1.0 / (usd_stride * self.dt)) if usd_path is not None else None
+        recorder = None
+        if usd_path is not None:
+            # usd-core is imported only when a USD file is written.
+            from softsnake.usd_writer import UsdRecorder
+
+            recorder = UsdRecorder(usd_path, fps=1.0 / (usd_stride * self.dt))
         with recorder or contextlib.nullcontext():
             if recorder is not None:
                 usd_meshes, usd_bodies = self._usd_scene(recorder, particles)

@@ -13,7 +13,7 @@ commanded rates are control arrays (``Control.prismatic_rate``) set once per ste
 
 Steering (seed 004: pneumatic artificial muscles set a constant curvature). Each pin has an
 antagonistic pair of muscle chambers driven by a signed pressure command through the chamber
-latency model of softsnake.snake.pressure (PressureLatency). The differential chamber pressure
+latency model of softsnake.robots.actuation (PressureLatency). The differential chamber pressure
 sets the rest curvature linearly, kappa = kappa_max dp / p_supply, with kappa_max
 ``STEERING_CURVATURE_MAX`` (the curvature limit of seed 004's robot, reached at the supply
 pressure: seed 004 gives no pressure-curvature map, so this linear map is an assumption). The
@@ -28,11 +28,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from softsnake.builder import ModelBuilder
-from softsnake.snake.pressure import PressureLatency
+from softsnake.robots.actuation import PressureLatency
 from softsnake.solver import Solver
 from softsnake.units import psi_to_pa
-from softsnake.vine.reference import rollout_length
-from softsnake.vine.robot import pin_rest_angles, vine_world
+from softsnake.robots.vine.reference import rollout_length
+from softsnake.robots.vine.robot import pin_rest_angles, vine_world
 
 GROWTH_MODES = ("uniform", "tip")
 """Names accepted by VineBatch(growth=...)."""

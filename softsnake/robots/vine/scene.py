@@ -49,6 +49,8 @@ from pathlib import Path
 
 import numpy as np
 
+from ..assets import asset_folders
+
 
 class SceneError(ValueError):
     """A bad vine scene; the message is one line naming the file and the key."""
@@ -461,8 +463,7 @@ def scene_from_dict(data, *, source="<dict>", default_name="scene"):
 def shipped_scene_dirs():
     """Folders searched for shipped scenes: ``assets/vine`` beside the package (source checkout),
     then ``softsnake/assets/vine`` (installed copy)."""
-    package_dir = Path(__file__).resolve().parent.parent
-    return [package_dir.parent / "assets" / "vine", package_dir / "assets" / "vine"]
+    return asset_folders("vine")
 
 
 def shipped_scene_names():

@@ -19,8 +19,8 @@ from matplotlib.patches import Circle, Rectangle  # noqa: E402
 
 from softsnake.cli import UsageError  # noqa: E402
 from softsnake.output_files import save_png  # noqa: E402
-from softsnake.vine.planner import PlannerError, plan_paths  # noqa: E402
-from softsnake.vine.scene import ObstacleCircle, ObstacleRectangle, SceneError, load_scene  # noqa: E402
+from softsnake.robots.vine.planner import PlannerError, plan_paths  # noqa: E402
+from softsnake.robots.vine.scene import ObstacleCircle, ObstacleRectangle, SceneError, load_scene  # noqa: E402
 
 
 def add_arguments(parser):

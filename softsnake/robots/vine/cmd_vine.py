@@ -2,7 +2,7 @@
 
 Grows N vine robots of a scene through its obstacles, one world each in one batch (seed 003), with
 launch angles spread evenly over ``--spread-heading`` around the scene's heading; on the CPU,
-``--workers`` splits the batch over that many processes (softsnake.vine.workers: the same states,
+``--workers`` splits the batch over that many processes (softsnake.robots.vine.workers: the same states,
 one core each). Writes to DIR:
 
 - ``<scene>.usd``: the tubes (a tube mesh through the pins of each vine) and the obstacles, one
@@ -29,11 +29,11 @@ from softsnake.cli import UsageError  # noqa: E402
 from softsnake.errors import ModelError, SimulationError  # noqa: E402
 from softsnake.output_files import replaced_when_complete, save_png  # noqa: E402
 from softsnake.usd_writer import UsdRecorder  # noqa: E402
-from softsnake.vine.cmd_plan import _draw_obstacles  # noqa: E402
-from softsnake.vine.robot import VineBuildError  # noqa: E402
-from softsnake.vine.scene import ObstacleCircle, ObstacleRectangle, SceneError, load_scene  # noqa: E402
-from softsnake.vine.simulation import VineBatch, VineSimulationError, lengths_of, specs_from_scene, tips_of  # noqa: E402
-from softsnake.vine.workers import VineBatchWorkers  # noqa: E402
+from softsnake.robots.vine.cmd_plan import _draw_obstacles  # noqa: E402
+from softsnake.robots.vine.robot import VineBuildError  # noqa: E402
+from softsnake.robots.vine.scene import ObstacleCircle, ObstacleRectangle, SceneError, load_scene  # noqa: E402
+from softsnake.robots.vine.simulation import VineBatch, VineSimulationError, lengths_of, specs_from_scene, tips_of  # noqa: E402
+from softsnake.robots.vine.workers import VineBatchWorkers  # noqa: E402
 
 TUBE_SIDES = 12
 """Vertices around each ring of the USD tube mesh [-]."""

@@ -19,6 +19,8 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from types import MappingProxyType
 
+from ..assets import asset_folders
+
 
 class ConfigError(ValueError):
     """A bad snake configuration; the message is one line naming the file and the key."""
@@ -211,7 +213,7 @@ class SnakeConfig:
     friction: Coulomb friction coefficient of every contact [-]
     stiff_compliance: compliance of the stiff distance constraints (chamber limit, perimeter,
         inextensible layer) [m/N]; the actuation rows are not stiff, their compliance follows
-        from the material and the chamber area (``softsnake.snake.robot.add_soft_link``)
+        from the material and the chamber area (``softsnake.robots.snake.robot.add_soft_link``)
     damping_time: stiffness-proportional damping of the compliant constraints: each constraint
         acts on c + damping_time * dc/dt [s]
     material: the link's silicone
@@ -342,11 +344,9 @@ def snake_config_from_dict(data, *, resolution="paper"):
 
 
 def default_config_path():
-    """Path of the shipped ``snake.toml``: ``assets/`` beside the package in a source checkout,
-    ``softsnake/assets/`` in an installed copy."""
-    package_dir = Path(__file__).resolve().parent.parent
-    candidates = [package_dir.parent / "assets" / "snake" / "snake.toml",
-                  package_dir / "assets" / "snake" / "snake.toml"]
+    """Path of the shipped ``snake.toml`` (``softsnake.robots.assets``: ``assets/`` beside the
+    package in a source checkout, ``softsnake/assets/`` in an installed copy)."""
+    candidates = [folder / "snake.toml" for folder in asset_folders("snake")]
     for candidate in candidates:
         if candidate.is_file():
             return candidate

@@ -19,7 +19,7 @@ import os
 import numpy as np
 
 from softsnake.errors import SimulationError
-from softsnake.vine.simulation import VineBatch, VineSimulationError, batch_link_count
+from softsnake.robots.vine.simulation import VineBatch, VineSimulationError, batch_link_count
 
 
 def _serve(connection, specs, options):

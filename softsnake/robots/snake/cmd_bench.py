@@ -32,7 +32,7 @@ from softsnake.output_files import save_png, write_csv
 from .cmd_curvature import check_device
 from .config import load_snake_config
 from .gait import GaitParams, gait_command
-from .pressure import chamber_targets
+from ..actuation import chamber_targets
 from .robot import add_link_stand, add_snake
 from .simulation import DT_DEFAULT, snake_solver
 

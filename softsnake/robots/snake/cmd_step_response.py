@@ -1,7 +1,7 @@
 """``softsnake step-response``: chamber pressure step response (seed 001, Fig. 6).
 
 One chamber is inflated from rest to 60, 70, 80, 90 and 100 % of the supply pressure, and vented
-from those levels to 0, under the latency model of softsnake.snake.pressure. The paper's literal
+from those levels to 0, under the latency model of softsnake.robots.actuation. The paper's literal
 per-step map (eqs. 11-12, at its step h0) runs beside it for comparison. Writes
 ``step_response.csv`` (time, level, pressure in Pa and psi) and ``step_response.png`` (inflation
 and deflation panels) into --out, and prints rise/fall times and the model-to-map difference.
@@ -18,7 +18,7 @@ from tqdm import tqdm
 
 from softsnake.cli import UsageError
 from softsnake.output_files import replaced_when_complete, save_png
-from softsnake.snake.pressure import (
+from softsnake.robots.actuation import (
     REFERENCE_DT_DEFAULT,
     SUPPLY_PRESSURE_DEFAULT,
     PressureLatency,

@@ -21,7 +21,8 @@ from pathlib import Path
 
 import numpy as np
 
-from softsnake.vine.scene import ObstacleRectangle
+from ..assets import REPOSITORY_ROOT
+from .scene import ObstacleRectangle
 
 INCH = 0.0254
 """Metres per inch."""
@@ -88,8 +89,7 @@ def reference_folder(folder=None):
     elif os.environ.get(_ENVIRONMENT_VARIABLE):
         path = Path(os.environ[_ENVIRONMENT_VARIABLE]) / "vine"
     else:
-        repository_root = Path(__file__).resolve().parents[2]
-        path = repository_root.parent / "shared" / "reference" / "vine"
+        path = REPOSITORY_ROOT.parent / "shared" / "reference" / "vine"
     if not path.is_dir():
         raise ReferenceDataError(
             f"vine reference folder not found: {path} (pass folder= or set {_ENVIRONMENT_VARIABLE})")
