@@ -33,7 +33,7 @@ from scipy.integrate import quad  # noqa: E402
 from scipy.optimize import brentq  # noqa: E402
 
 from softsnake.output_files import save_png, write_csv  # noqa: E402
-from softsnake.robots.vine.cmd_plan import write_plans_png  # noqa: E402
+from softsnake.robots.vine.plots import plot_plans  # noqa: E402
 from softsnake.robots.vine.planner import plan_paths, reach_mask, workspace_levels  # noqa: E402
 from softsnake.robots.vine.scene import load_scene  # noqa: E402
 
@@ -64,7 +64,7 @@ def navigation(out):
     scene = load_scene("planner_navigation")
     result = plan_paths(scene.plan, scene.obstacles, base_heading=scene.vine.heading)
     write_csv(out / "planner_navigation_plans.csv", PLAN_HEADER, plan_rows(result))
-    write_plans_png(scene, result, out / "planner_navigation_plans.png")
+    plot_plans(scene, result, out / "planner_navigation_plans.png")
     for row in plan_rows(result):
         print("navigation", *row, sep=" , ")
     # EI and m_c enter the plans only through m_c / EI: the bending rotation 3 d / (2 a) holds
@@ -107,7 +107,7 @@ def free_workspace_area(problem):
 def workspace(out):
     scene = load_scene("planner_workspace")
     result = plan_paths(scene.plan, scene.obstacles, base_heading=scene.vine.heading)
-    write_plans_png(scene, result, out / "planner_workspace_plans.png")
+    plot_plans(scene, result, out / "planner_workspace_plans.png")
     write_csv(out / "planner_workspace_plans.csv", PLAN_HEADER, plan_rows(result))
     reach = scene.plan.length_range[1] + 0.1
     axis = np.arange(-reach, reach, RASTER_SPACING) + RASTER_SPACING / 2

@@ -20,7 +20,7 @@ from matplotlib.figure import Figure  # noqa: E402
 
 from softsnake import cli  # noqa: E402
 from softsnake.output_files import save_png, write_dict_csv  # noqa: E402
-from softsnake.robots.snake.cmd_gait import CSV_NAME, read_trajectories_csv  # noqa: E402
+from softsnake.robots.snake.trajectories import CSV_NAME, read_trajectories_csv  # noqa: E402
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
 SNAKES = 5

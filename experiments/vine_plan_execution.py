@@ -40,7 +40,7 @@ import matplotlib.pyplot as plt  # noqa: E402  (the backend must be chosen first
 import numpy as np  # noqa: E402
 
 from softsnake.output_files import save_png, write_dict_csv  # noqa: E402
-from softsnake.robots.vine.cmd_plan import _draw_obstacles  # noqa: E402
+from softsnake.robots.vine.plots import draw_obstacles  # noqa: E402
 from softsnake.robots.vine.planner import plan_paths  # noqa: E402
 from softsnake.robots.vine.scene import VineParams, load_scene  # noqa: E402
 from softsnake.robots.vine.simulation import VineBatch, VineSpec, rollout, steering_pressure  # noqa: E402
@@ -157,7 +157,7 @@ def main(argv=None):
 
     figure, axes_row = plt.subplots(1, len(runs), figsize=(6.0 * len(runs), 4.2))
     for axes, run, row in zip(axes_row, runs, rows):
-        _draw_obstacles(axes, scene.obstacles)
+        draw_obstacles(axes, scene.obstacles)
         points = plan.points()
         axes.plot(points[:, 0], points[:, 1], "k--", linewidth=1.5, label=f"plan {plan.label}")
         for k in np.linspace(0, len(run["poses"]) - 1, 6).astype(int)[1:-1]:

@@ -36,7 +36,7 @@ import warp as wp  # noqa: E402
 from scipy.optimize import minimize  # noqa: E402
 
 from softsnake.output_files import save_png, write_csv, write_dict_csv  # noqa: E402
-from softsnake.robots.vine.cmd_plan import _draw_obstacles  # noqa: E402
+from softsnake.robots.vine.plots import draw_obstacles  # noqa: E402
 from softsnake.robots.vine.reference import load_jitosho_rollout, load_wall_fit, rollout_length, rollout_tip  # noqa: E402
 from softsnake.robots.vine.scene import load_scene  # noqa: E402
 from softsnake.robots.vine.simulation import VineBatch, VineSpec, rollout, specs_from_scene  # noqa: E402
@@ -109,7 +109,7 @@ def plot_shapes(runs, path):
     for row, run in zip(axes_grid, runs):
         for axes, instant in zip(row, SNAPSHOT_TIMES):
             k = int(round(instant / run["scene"].sim.dt))
-            _draw_obstacles(axes, run["scene"].obstacles)
+            draw_obstacles(axes, run["scene"].obstacles)
             reference = backbone(run["reference"][k], 0.003)
             ours = backbone(run["poses"][k], 0.003)
             axes.plot(reference[:, 0], reference[:, 1], color="black", linewidth=2.5, label="reference (seed 000)")

@@ -185,7 +185,7 @@ def engine_states():
 
 def bench_case_state():
     """The bench's one-link case after its frames (the state the bench times)."""
-    from softsnake.robots.snake.cmd_bench import _case_model  # noqa: the bench's own case builder
+    from softsnake.robots.snake.bench import case_model as _case_model  # the bench's own case builder
     from softsnake.robots.snake.config import load_snake_config
     from softsnake.robots.snake.gait import GaitParams, gait_command
     from softsnake.robots.actuation import chamber_targets

@@ -8,7 +8,7 @@ import pytest
 from scipy.integrate import solve_ivp
 
 from softsnake import cli
-from softsnake.robots.snake.cmd_step_response import simulate_step_response, summarize_step_response
+from softsnake.robots.snake.step_response import simulate_step_response, summarize_step_response
 from softsnake.robots.actuation import PressureLatency, PressureModelError, chamber_targets
 from softsnake.units import psi_to_pa
 

@@ -11,8 +11,8 @@ import warp as wp
 import softsnake
 from softsnake.spatial import quat_from_axis_angle, quat_multiply
 from softsnake.cli import main
-from softsnake.robots.snake.cmd_bench import LINK_CASE, time_case
-from softsnake.robots.snake.cmd_curvature import simulate_curvature, summarize_curvature
+from softsnake.robots.snake.bench import LINK_CASE, time_case
+from softsnake.robots.snake.curvature import simulate_curvature, summarize_curvature
 from softsnake.robots.snake.config import load_snake_config
 from softsnake.robots.snake.gait import GaitParams
 from softsnake.robots.snake.robot import (

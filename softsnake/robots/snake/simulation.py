@@ -17,20 +17,19 @@ Snakes stand side by side along y, ``spacing`` apart, all heading +x; worlds nev
 
 import contextlib
 import math
-from dataclasses import dataclass
 
 import numpy as np
-import warp as wp
 from tqdm import tqdm
 
 from softsnake.builder import ModelBuilder
 from softsnake.errors import SimulationError
 from softsnake.solver import Solver
 
+from ..actuation import SUPPLY_PRESSURE_DEFAULT, PressureLatency, chamber_targets
 from .config import load_snake_config
 from .gait import GAIT_FIELDS, GaitParams, gait_command
-from ..actuation import SUPPLY_PRESSURE_DEFAULT, PressureLatency, chamber_targets
 from .robot import add_snake, link_curvature, snake_length
+from .trajectories import SnakeTrajectories
 
 DT_DEFAULT = 1.0 / 120.0
 """Frame time step [s]: the paper's h = 0.0083 s."""
@@ -50,9 +49,10 @@ MODULE_COLOR = (0.2, 0.2, 0.25)
 WHEEL_COLOR = (0.05, 0.05, 0.05)
 
 
-def snake_solver(model, *, substeps=2, newton_iterations=4, linear_iterations=20):
+def snake_solver(model, *, substeps=2, newton_iterations=4, linear_iterations=20, profile=False):
     """The Solver every snake run uses (gait, bench): the paper's 2 substeps, 4 Newton and 20 linear
-    iterations by default, cold-started, with the finite check on.
+    iterations by default, cold-started, with the finite check on; ``profile`` times its phases
+    (``Solver.profile_seconds``, for the bench).
 
     No warm start: carrying the multipliers across substeps made gait runs diverge when the chamber
     commands change sign (one coarse link with latency off: NaN at 3.5 s warm, finite cold; the paper
@@ -60,7 +60,7 @@ def snake_solver(model, *, substeps=2, newton_iterations=4, linear_iterations=20
     up within 11 frames.
     """
     return Solver(model, substeps=substeps, newton_iterations=newton_iterations,
-                  linear_iterations=linear_iterations, warm_start=False, check_finite=True)
+                  linear_iterations=linear_iterations, warm_start=False, check_finite=True, profile=profile)
 
 
 class SnakeSimulationError(ValueError):
@@ -76,52 +76,6 @@ class SnakeDivergedError(SimulationError):
         self.snake = snake
         self.time = time
         self.trajectories = trajectories
-
-
-@dataclass(frozen=True, eq=False)
-class SnakeTrajectories:
-    """What a gait run recorded, one sample per frame including t = 0.
-
-    time: sample times (frame_count + 1,) [s]
-    com: centre of mass of every snake (frame_count + 1, snake_count, 3) [m]
-    curvature: curvature of every link (frame_count + 1, snake_count, link_count) [1/m],
-        positive when the link bends to the left
-    command: gait command of every link, links head first (frame_count + 1, snake_count, link_count) [Pa]
-    pressure: differential chamber pressure handed to the engine, chamber 1 minus chamber 0,
-        same shape [Pa]
-    heading: initial heading of the snakes, angle from +x about +z [rad]
-    body_length: length of one snake [m]
-    """
-
-    time: np.ndarray
-    com: np.ndarray
-    curvature: np.ndarray
-    command: np.ndarray
-    pressure: np.ndarray
-    heading: float
-    body_length: float
-
-    @property
-    def snake_count(self):
-        return self.com.shape[1]
-
-    @property
-    def link_count(self):
-        return self.curvature.shape[2]
-
-    def travel(self):
-        """Displacement of every snake's centre of mass from t = 0 to the last sample, split into
-        (forward along the initial heading, lateral to its left) [m], shape (snake_count, 2)."""
-        displacement = self.com[-1, :, :2] - self.com[0, :, :2]
-        forward = np.array([math.cos(self.heading), math.sin(self.heading)])
-        left = np.array([-forward[1], forward[0]])
-        return np.column_stack([displacement @ forward, displacement @ left])
-
-    def truncated(self, frame_count):
-        """The first ``frame_count`` frames (frame_count + 1 samples)."""
-        keep = slice(0, frame_count + 1)
-        return SnakeTrajectories(self.time[keep], self.com[keep], self.curvature[keep], self.command[keep],
-                                 self.pressure[keep], self.heading, self.body_length)
 
 
 def _per_snake_gait(gait, snake_count):
@@ -313,8 +267,3 @@ class SnakeSimulation:
                 if recorder is not None and frame % usd_stride == 0:
                     self._usd_frame(recorder, time[frame], usd_meshes, usd_bodies, particles, body_q)
         return record(frames)
-
-
-def cuda_available():
-    """True when Warp can run on a CUDA device."""
-    return wp.is_cuda_available()

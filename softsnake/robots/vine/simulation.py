@@ -28,6 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from softsnake.builder import ModelBuilder
+from softsnake.output_files import replaced_when_complete
 from softsnake.robots.actuation import PressureLatency
 from softsnake.solver import Solver
 from softsnake.units import psi_to_pa
@@ -255,6 +256,31 @@ def tips_of(poses, half_length):
 def lengths_of(poses, half_length):
     """Backbone length of every vine [m], (..., V), from poses (..., V, B, 3) and half-lengths (V,)."""
     return np.stack([rollout_length(poses[..., v, :, :], half_length=d) for v, d in enumerate(half_length)], axis=-1)
+
+
+def pin_points(poses, half_length):
+    """Backbone polyline through the base, every pin and the tip [m], (..., links + 1, 2).
+
+    poses: (..., B, 3) body centres and angles [m, rad]; half_length: body half-length [m],
+    broadcastable to poses.shape[:-2]
+    """
+    d = np.asarray(half_length, dtype=float)[..., None, None]
+    ends = poses[..., [*range(0, poses.shape[-2], 2), poses.shape[-2] - 1], :]
+    sign = np.ones(ends.shape[-2])
+    sign[:-1] = -1.0
+    direction = np.stack([np.cos(ends[..., 2]), np.sin(ends[..., 2])], axis=-1)
+    return ends[..., :2] + d * sign[:, None] * direction
+
+
+def write_tips_csv(path, times, headings, tips, lengths):
+    """Tip paths as CSV (one row per recorded time and vine), written atomically."""
+    frames, vines = tips.shape[:2]
+    table = np.column_stack([
+        np.repeat(times, vines), np.tile(np.arange(vines), frames), np.tile(headings, frames),
+        tips.reshape(-1, 2), lengths.reshape(-1)])
+    with replaced_when_complete(path) as temporary:
+        np.savetxt(temporary, table, delimiter=",", fmt=["%.6f", "%d", "%.6f", "%.6f", "%.6f", "%.6f"],
+                   header="time_s,vine,heading_rad,tip_x_m,tip_y_m,length_m", comments="")
 
 
 def rollout(batch, steps, dt, *, steering=None, record_every=1):
