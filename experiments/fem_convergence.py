@@ -29,10 +29,6 @@ import sys
 import time
 from pathlib import Path
 
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402  (the backend must be chosen first)
 import numpy as np  # noqa: E402
 import scipy.sparse as sparse  # noqa: E402
 import scipy.sparse.linalg as sparse_linalg  # noqa: E402
@@ -46,7 +42,8 @@ import softsnake  # noqa: E402
 from softsnake.kernels import tetrahedron  # noqa: E402
 from softsnake.kinetic_damping import settle_with_kinetic_damping  # noqa: E402
 from softsnake.meshing import boundary_faces, box_tet_mesh, traction_nodal_forces  # noqa: E402
-from softsnake.output_files import save_png, write_csv  # noqa: E402
+from softsnake.output_files import write_csv  # noqa: E402
+from softsnake.plotting import new_figure, save, styled  # noqa: E402
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
 
@@ -140,9 +137,10 @@ def bar(cells, poisson, device):
             "wall": time.perf_counter() - start}
 
 
+@styled
 def write_png(path, beam_rows, eb, bar_rows, expected_stretch):
     """Two panels: cantilever |error| against the cells through the depth, bar error against the mesh."""
-    figure, (left, right) = plt.subplots(1, 2, figsize=(11, 4.2))
+    figure, (left, right) = new_figure(11, 4.2, 1, 2)
     depth = np.array([r["cells"][2] for r in beam_rows])
     left.loglog(depth, [abs(r["direct"] / eb - 1) for r in beam_rows], "o-", label="direct static solve of the mesh")
     stepped = [r for r in beam_rows if "stepped" in r]
@@ -154,7 +152,7 @@ def write_png(path, beam_rows, eb, bar_rows, expected_stretch):
     left.set_xlabel("cells through the depth n (mesh 10n x 1 x n)")
     left.set_ylabel("|tip deflection / Euler-Bernoulli - 1|")
     left.set_title("Cantilever under gravity (L/h = 10)")
-    left.legend(fontsize=8)
+    left.legend()
     for poisson, marker in zip(BAR_POISSON, ("o", "s")):
         rows = [r for r in bar_rows if r["poisson"] == poisson]
         label = [f"{c[0]}x{c[1]}x{c[2]}" for c in (r["cells"] for r in rows)]
@@ -166,10 +164,8 @@ def write_png(path, beam_rows, eb, bar_rows, expected_stretch):
     right.set_xlabel("mesh (cells)")
     right.set_ylabel("elongation / (F L / (Y A)) - 1 [%]")
     right.set_title("Bar pulled by 50 N")
-    right.legend(fontsize=8)
-    figure.tight_layout()
-    save_png(figure, path)
-    plt.close(figure)
+    right.legend()
+    save(figure, path)
 
 
 def main(argv=None):

@@ -33,13 +33,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import matplotlib  # noqa: E402
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402  (the backend must be chosen first)
 import numpy as np  # noqa: E402
 
-from softsnake.output_files import save_png, write_dict_csv  # noqa: E402
+from softsnake.output_files import write_dict_csv  # noqa: E402
+from softsnake.plotting import new_figure, save, styled  # noqa: E402
 from softsnake.robots.vine.plots import draw_obstacles  # noqa: E402
 from softsnake.robots.vine.planner import plan_paths  # noqa: E402
 from softsnake.robots.vine.scene import VineParams, load_scene  # noqa: E402
@@ -154,8 +151,14 @@ def main(argv=None):
               f"diameters), heading error {heading_error:.4f} rad")
     write_dict_csv(out / "vine_plan_execution.csv",
                    [{k: f"{v:.6g}" if isinstance(v, float) else v for k, v in row.items()} for row in rows])
+    plot_executions(out / "vine_plan_execution.png", scene, plan, runs, rows)
+    return 0
 
-    figure, axes_row = plt.subplots(1, len(runs), figsize=(6.0 * len(runs), 4.2))
+
+@styled
+def plot_executions(path, scene, plan, runs, rows):
+    """One panel per execution: the planned shape, the vine's shapes while growing and its final shape."""
+    figure, axes_row = new_figure(6.0 * len(runs), 4.2, 1, len(runs))
     for axes, run, row in zip(axes_row, runs, rows):
         draw_obstacles(axes, scene.obstacles)
         points = plan.points()
@@ -169,14 +172,10 @@ def main(argv=None):
         axes.set_aspect("equal")
         axes.set_xlim(-0.1, 2.0)
         axes.set_ylim(-1.0, 0.5)
-        axes.grid(alpha=0.3)
         axes.set_title(f"{run['name']} execution: tip error {row['tip_error_m']:.3f} m, heading error "
-                       f"{row['heading_error_rad']:.3f} rad", fontsize=9)
-        axes.legend(fontsize=7, loc="upper right")
-    figure.tight_layout()
-    save_png(figure, out / "vine_plan_execution.png")
-    plt.close(figure)
-    return 0
+                       f"{row['heading_error_rad']:.3f} rad")
+        axes.legend(loc="upper right")
+    save(figure, path)
 
 
 if __name__ == "__main__":

@@ -27,15 +27,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import matplotlib  # noqa: E402
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402  (the backend must be chosen first)
 import numpy as np  # noqa: E402
 import warp as wp  # noqa: E402
 from scipy.optimize import minimize  # noqa: E402
 
-from softsnake.output_files import save_png, write_csv, write_dict_csv  # noqa: E402
+from softsnake.output_files import write_csv, write_dict_csv  # noqa: E402
+from softsnake.plotting import new_figure, save, styled  # noqa: E402
 from softsnake.robots.vine.plots import draw_obstacles  # noqa: E402
 from softsnake.robots.vine.reference import load_jitosho_rollout, load_wall_fit, rollout_length, rollout_tip  # noqa: E402
 from softsnake.robots.vine.scene import load_scene  # noqa: E402
@@ -103,9 +100,10 @@ def cluttered(number, substeps):
     }
 
 
+@styled
 def plot_shapes(runs, path):
-    figure, axes_grid = plt.subplots(len(runs), len(SNAPSHOT_TIMES), figsize=(2.6 * len(SNAPSHOT_TIMES), 2.9 * len(runs)),
-                                     squeeze=False)
+    figure, axes_grid = new_figure(2.6 * len(SNAPSHOT_TIMES), 2.9 * len(runs), len(runs), len(SNAPSHOT_TIMES),
+                                   squeeze=False)
     for row, run in zip(axes_grid, runs):
         for axes, instant in zip(row, SNAPSHOT_TIMES):
             k = int(round(instant / run["scene"].sim.dt))
@@ -117,27 +115,22 @@ def plot_shapes(runs, path):
             axes.set_xlim(-0.1, 1.25)
             axes.set_ylim(-1.2, 0.3)
             axes.set_aspect("equal")
-            axes.tick_params(labelsize=6)
-            axes.set_title(f"{run['scene'].name.replace('jitosho_', '')}, t = {run['times'][k]:.2f} s", fontsize=7)
-    axes_grid[0, 0].legend(fontsize=6, loc="lower left")
-    figure.tight_layout()
-    save_png(figure, path, dpi=80)
-    plt.close(figure)
+            axes.set_title(f"{run['scene'].name.replace('jitosho_', '')}, t = {run['times'][k]:.2f} s")
+    axes_grid[0, 0].legend(loc="lower left")
+    save(figure, path, dpi=80)
 
 
+@styled
 def plot_errors(runs, path):
-    figure, axes = plt.subplots(1, 1, figsize=(7, 3.6))
+    figure, axes = new_figure(7, 3.6)
     for run in runs:
         metrics = run["metrics"]
         axes.plot(run["times"], run["error"], label=f"{metrics['scene']}, {metrics['substeps']} substep(s)")
     axes.set_xlabel("time [s]")
     axes.set_ylabel("tip error [tube diameters]")
     axes.set_yscale("log")
-    axes.grid(alpha=0.3)
-    axes.legend(fontsize=7)
-    figure.tight_layout()
-    save_png(figure, path)
-    plt.close(figure)
+    axes.legend()
+    save(figure, path)
 
 
 def wall_start(reference):
@@ -187,8 +180,9 @@ def wall_fit():
     }
 
 
+@styled
 def plot_wall(fit, path):
-    figure, (tips_axes, grid_axes) = plt.subplots(1, 2, figsize=(11, 3.8))
+    figure, (tips_axes, grid_axes) = new_figure(11, 3.8, 1, 2)
     t = fit["frame_times"]
     tips_axes.plot(t, 1e3 * fit["video_x"], "ko-", label="video (seed 000 Fig. 7)")
     tips_axes.plot(t, 1e3 * fit["tips"][:, 0], "s--", color="tab:red",
@@ -197,11 +191,11 @@ def plot_wall(fit, path):
                    label=f"after fit: K {fit['after'][0]:.3g}, C {fit['after'][1]:.3g}; MAE {fit['mae_after_mm']:.2f} mm")
     tips_axes.set_xlabel("time [s]")
     tips_axes.set_ylabel("tip x [mm]")
-    tips_axes.legend(fontsize=7)
-    tips_axes.grid(alpha=0.3)
+    tips_axes.legend()
     shape = (len(FIT_GRID_STIFFNESS), len(FIT_GRID_DAMPING))
     image = grid_axes.pcolormesh(FIT_GRID_DAMPING, FIT_GRID_STIFFNESS, fit["grid_mae_mm"].reshape(shape), shading="nearest",
                                  cmap="viridis")
+    grid_axes.grid(False)
     grid_axes.set_xscale("log")
     grid_axes.set_yscale("log")
     grid_axes.set_xlabel("damping C [N m s/rad]")
@@ -209,9 +203,7 @@ def plot_wall(fit, path):
     grid_axes.plot(*fit["before"][::-1], "rs")
     grid_axes.plot(*fit["after"][::-1], "b^")
     figure.colorbar(image, ax=grid_axes, label="tip x MAE [mm]")
-    figure.tight_layout()
-    save_png(figure, path)
-    plt.close(figure)
+    save(figure, path)
 
 
 def main(argv=None):

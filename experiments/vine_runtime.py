@@ -35,14 +35,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import matplotlib  # noqa: E402
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402  (the backend must be chosen first)
 import numpy as np  # noqa: E402
 import warp as wp  # noqa: E402
 
-from softsnake.output_files import save_png, write_dict_csv  # noqa: E402
+from softsnake.output_files import write_dict_csv  # noqa: E402
+from softsnake.plotting import new_figure, save, styled  # noqa: E402
 from softsnake.robots.vine.scene import ObstacleCircle, VineParams, load_scene  # noqa: E402
 from softsnake.robots.vine.simulation import VineBatch, VineSpec  # noqa: E402
 from softsnake.robots.vine.workers import VineBatchWorkers  # noqa: E402
@@ -160,16 +157,17 @@ def write_csv(path, rows):
                           for row in rows])
 
 
+@styled
 def plot(single, batch, device_name, path):
-    figure, (single_axes, batch_axes, vine_axes) = plt.subplots(1, 3, figsize=(14, 3.8))
+    figure, (single_axes, batch_axes, vine_axes) = new_figure(14, 3.8, 1, 3)
     single_axes.plot([r["bodies"] for r in single], [r["ms_per_step"] for r in single], "o-", label="softsnake")
     single_axes.plot([30], [SEED_000_MS_30_BODIES], "r*", markersize=12, label="seed 000, 30 bodies")
     single_axes.axhline(1e3 * SINGLE_DT, color="0.5", linestyle=":", label="real time (10 ms steps)")
     single_axes.plot([30], [TARGET_MS_30_BODIES], "gv", markersize=9, label="target, 30 bodies")
     single_axes.set_xlabel("bodies")
     single_axes.set_ylabel("ms per step")
-    single_axes.set_title(f"one vine, 400 steps ({device_name})", fontsize=9)
-    single_axes.legend(fontsize=7)
+    single_axes.set_title(f"one vine, 400 steps ({device_name})")
+    single_axes.legend()
     for links in sorted({r["links"] for r in batch}):
         for processes in sorted({r["processes"] for r in batch}):
             rows = [r for r in batch if r["links"] == links and r["processes"] == processes]
@@ -179,18 +177,16 @@ def plot(single, batch, device_name, path):
             vine_axes.loglog([r["vines"] for r in rows], [r["ms_per_vine_step"] for r in rows], style, label=label)
     batch_axes.set_xlabel("batch size (vines)")
     batch_axes.set_ylabel("ms per step")
-    batch_axes.set_title("batch of vines, cluttered scene", fontsize=9)
+    batch_axes.set_title("batch of vines, cluttered scene")
     vine_axes.axhline(TARGET_MS_PER_VINE_STEP, color="g", linestyle="--", label="target, 1024 vines")
     vine_axes.set_xlabel("batch size (vines)")
     vine_axes.set_ylabel("ms per vine and step")
-    vine_axes.set_title("time per vine (parallel efficiency)", fontsize=9)
-    for axes in (single_axes, batch_axes, vine_axes):
-        axes.grid(alpha=0.3, which="both")
-    batch_axes.legend(fontsize=7)
-    vine_axes.legend(fontsize=7)
-    figure.tight_layout()
-    save_png(figure, path)
-    plt.close(figure)
+    vine_axes.set_title("time per vine (parallel efficiency)")
+    for axes in (batch_axes, vine_axes):
+        axes.grid(True, which="both")
+    batch_axes.legend()
+    vine_axes.legend()
+    save(figure, path)
 
 
 def main(argv=None):

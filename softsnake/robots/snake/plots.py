@@ -1,47 +1,48 @@
 """The snake's figures: centre-of-mass paths of a gait run, link curvature against pressure
 (Fig. 5), the chamber step response (Fig. 6) and the bench times beside the paper's (Table II)."""
 
-from pathlib import Path
-
 import numpy as np
-from matplotlib.figure import Figure
 
-from softsnake.output_files import save_png
+from softsnake.plotting import new_figure, save, styled
 from softsnake.units import pa_to_psi
 
 from .bench import PAPER_TABLE_2
 from .curvature import FIT_LIMIT_PSI
 
 
+def top_view(ax, *, mark_start=True):
+    """Set up ``ax`` for a top view of centre-of-mass paths relative to their starts [m]: equal
+    scales, axis labels and (``mark_start``) the start marked."""
+    if mark_start:
+        ax.plot(0.0, 0.0, "k+", markersize=10, label="start (head toward +x)")
+    ax.set_aspect("equal", adjustable="datalim")
+    ax.set_xlabel("x from start [m]")
+    ax.set_ylabel("y from start [m]")
+
+
+@styled
 def plot_trajectories(path, trajectories, labels, *, title):
     """Top view of every snake's centre-of-mass path, each relative to its own start [m]."""
-    path = Path(path)
-    figure = Figure(figsize=(6.4, 5.0), layout="constrained")
-    ax = figure.subplots()
+    figure, ax = new_figure(6.4, 5.0)
     for s, label in enumerate(labels):
         xy = trajectories.com[:, s, :2] - trajectories.com[0, s, :2]
         ax.plot(xy[:, 0], xy[:, 1], color=f"C{s % 10}", linewidth=1.2, label=label)
         ax.plot(xy[-1, 0], xy[-1, 1], "o", color=f"C{s % 10}", markersize=4)
-    ax.plot(0.0, 0.0, "k+", markersize=10, label="start (head toward +x)")
-    ax.set_aspect("equal", adjustable="datalim")
-    ax.set_xlabel("x from start [m]")
-    ax.set_ylabel("y from start [m]")
-    ax.grid(alpha=0.3)
+    top_view(ax)
     if len(labels) <= 12:
-        ax.legend(fontsize=7)
-    ax.set_title(title, fontsize=10)
-    save_png(figure, path)
+        ax.legend()
+    ax.set_title(title)
+    save(figure, path)
 
 
+@styled
 def plot_curvature(path, sweep, summary, *, title):
     """Fig. 5 layout: curvature against pressure with each side's linear fit (top) and the relative
-    deviation from the fit (bottom); written atomically."""
-    path = Path(path)
+    deviation from the fit (bottom); written complete or not at all."""
     psi = pa_to_psi(sweep.pressure)
     curvature = sweep.curvature
     order = np.argsort(psi)
-    figure = Figure(figsize=(6.4, 5.6), layout="constrained")
-    top, bottom = figure.subplots(2, 1, sharex=True, height_ratios=(2, 1))
+    figure, (top, bottom) = new_figure(6.4, 5.6, 2, 1, sharex=True, height_ratios=(2, 1))
     top.plot(psi[order], curvature[order], "o-", color="C3", markersize=4, label="simulation")
     deviation = np.full_like(curvature, np.nan)
     for side, sign, color in (("left", -1.0, "C0"), ("right", 1.0, "C2")):
@@ -55,23 +56,20 @@ def plot_curvature(path, sweep, summary, *, title):
         deviation[chosen] = 100.0 * (curvature[chosen] / fit(psi[chosen]) - 1.0)
     top.axvspan(-FIT_LIMIT_PSI, FIT_LIMIT_PSI, color="0.9", zorder=0)
     top.set_ylabel("curvature [1/m]")
-    top.grid(alpha=0.3)
-    top.legend(fontsize=8)
-    top.set_title(title, fontsize=10)
+    top.legend()
+    top.set_title(title)
     bottom.plot(psi[order], deviation[order], "o-", color="C3", markersize=4)
     bottom.axhline(0.0, color="0.4", linewidth=0.8)
     bottom.set_xlabel("over-pressure [psi]  (< 0 left chamber, > 0 right chamber)")
     bottom.set_ylabel("deviation from fit [%]")
-    bottom.grid(alpha=0.3)
-    save_png(figure, path)
+    save(figure, path)
 
 
+@styled
 def plot_step_response(path, response):
     """Write a PNG with inflation (left) and deflation (right) panels: model lines, the paper's map
-    as dots and the inflation targets dotted, pressures in psi; written through a temporary file."""
-    path = Path(path)
-    figure = Figure(figsize=(10, 4), layout="constrained")
-    axes = figure.subplots(1, 2, sharey=True)
+    as dots and the inflation targets dotted, pressures in psi."""
+    figure, axes = new_figure(10, 4, 1, 2, sharey=True)
     colors = [f"C{j}" for j in range(len(response.levels))]
     for phase_index, (ax, title) in enumerate(zip(axes, ("Inflation", "Deflation"))):
         for j, level in enumerate(response.levels):
@@ -84,20 +82,18 @@ def plot_step_response(path, response):
                            linewidth=0.8)
         ax.set_title(title)
         ax.set_xlabel("time [s]")
-        ax.grid(alpha=0.3)
     axes[0].set_ylabel("chamber pressure [psi]")
     axes[0].plot([], [], ".", color="0.3", label="paper map, eq. 12 (every h0)")
-    axes[0].legend(loc="lower right", fontsize=8)
+    axes[0].legend(loc="lower right")
     figure.suptitle(f"Chamber step response, supply {pa_to_psi(response.supply_pressure):g} psi")
-    save_png(figure, path)
+    save(figure, path)
 
 
+@styled
 def plot_bench(path, results, *, title):
     """Time per frame and per snake against the number of snakes, ours beside the paper's."""
-    path = Path(path)
     snakes = [s for s in results if s >= 1]
-    figure = Figure(figsize=(9, 4), layout="constrained")
-    left, right = figure.subplots(1, 2)
+    figure, (left, right) = new_figure(9, 4, 1, 2)
     total = [1e3 * results[s]["total"] for s in snakes]
     solve = [1e3 * results[s]["solve"] for s in snakes]
     left.plot(snakes, total, "o-", color="C3", label="total (this run)")
@@ -108,17 +104,15 @@ def plot_bench(path, results, *, title):
     left.set_xlabel("snakes")
     left.set_ylabel("time per frame [ms]")
     left.set_yscale("log")
-    left.grid(alpha=0.3)
-    left.legend(fontsize=8)
+    left.legend()
     right.plot(snakes, [t / s for t, s in zip(total, snakes)], "o-", color="C3", label="this run")
     right.plot(paper, [PAPER_TABLE_2[s][2] / s for s in paper], "o-", color="C0", label="paper")
     right.set_xlabel("snakes")
     right.set_ylabel("time per frame and snake [ms]")
     right.set_yscale("log")
-    right.grid(alpha=0.3)
-    right.legend(fontsize=8)
+    right.legend()
     if len(snakes) > 1 and max(snakes) > 16:
         left.set_xscale("log")
         right.set_xscale("log")
-    figure.suptitle(title, fontsize=10)
-    save_png(figure, path)
+    figure.suptitle(title)
+    save(figure, path)

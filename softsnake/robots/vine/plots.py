@@ -2,18 +2,14 @@
 lengths of a batch of vines."""
 
 import math
-from pathlib import Path
 
 import matplotlib
+import numpy as np
+from matplotlib.patches import Circle, Rectangle
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402  (the backend must be chosen first)
-import numpy as np  # noqa: E402
-from matplotlib.patches import Circle, Rectangle  # noqa: E402
+from softsnake.plotting import new_figure, save, styled
 
-from softsnake.output_files import save_png  # noqa: E402
-
-from .scene import ObstacleCircle, ObstacleRectangle  # noqa: E402
+from .scene import ObstacleCircle, ObstacleRectangle
 
 
 def draw_obstacles(axes, obstacles):
@@ -25,7 +21,7 @@ def draw_obstacles(axes, obstacles):
             # The seed 004 obstacles are a few millimetres wide: a marker keeps them visible.
             axes.plot(*obstacle.center, "o", color="tab:red", markersize=5)
             axes.annotate(f"O{index + 1}", obstacle.center, textcoords="offset points", xytext=(4, 4),
-                          fontsize=7, color="tab:red")
+                          color="tab:red")
         elif isinstance(obstacle, ObstacleRectangle):
             width, height = obstacle.size
             cos, sin = math.cos(obstacle.angle), math.sin(obstacle.angle)
@@ -43,16 +39,14 @@ def _arrow(axes, x, y, heading, length, **style):
                   arrowprops=dict(arrowstyle="->", **style))
 
 
+@styled
 def plot_plans(scene, result, path):
-    """Plot every plan of ``result`` (one panel each) for ``scene`` into the PNG file ``path``.
-
-    The file is written under a temporary name and renamed, so it is complete or absent.
-    """
-    path = Path(path)
+    """Plot every plan of ``result`` (one panel each) for ``scene`` into the PNG file ``path``
+    (complete or absent)."""
     plans = result.plans
     columns = min(3, len(plans))
     rows = math.ceil(len(plans) / columns)
-    figure, axes_grid = plt.subplots(rows, columns, figsize=(3.6 * columns, 3.2 * rows), squeeze=False)
+    figure, axes_grid = new_figure(3.6 * columns, 3.2 * rows, rows, columns, squeeze=False)
     extent = [(0.0, 0.0), scene.plan.target]
     extent += [point for obstacle in scene.obstacles for point in _obstacle_corners(obstacle)]
     for plan in plans:
@@ -79,22 +73,17 @@ def plot_plans(scene, result, path):
             _arrow(axes, plan.tip.x, plan.tip.y, plan.tip.heading, arrow_length, color=style["color"])
         status = "best" if plan is result.best else ("feasible" if plan.feasible else "infeasible")
         error = "-" if plan.orientation_error is None else f"{plan.orientation_error:.3f} rad"
-        axes.set_title(f"{plan.label}: {status}, error {error}", fontsize=8)
+        axes.set_title(f"{plan.label}: {status}, error {error}")
         axes.set_xlim(min(xs) - margin, max(xs) + margin)
         axes.set_ylim(min(ys) - margin, max(ys) + margin)
         axes.set_aspect("equal")
-        axes.tick_params(labelsize=7)
-        axes.set_xlabel("x [m]", fontsize=7)
-        axes.set_ylabel("y [m]", fontsize=7)
+        axes.set_xlabel("x [m]")
+        axes.set_ylabel("y [m]")
     for axes in list(axes_grid.flat)[len(plans):]:
         axes.set_axis_off()
     figure.suptitle(f"{scene.name}: obstacle-interaction plans (blue feasible, grey dashed infeasible; green: target "
-                    "and desired orientation)", fontsize=9)
-    figure.tight_layout()
-    try:
-        save_png(figure, path)
-    finally:
-        plt.close(figure)
+                    "and desired orientation)")
+    save(figure, path)
 
 
 def _obstacle_corners(obstacle):
@@ -108,11 +97,12 @@ def _obstacle_corners(obstacle):
     return [obstacle.start, obstacle.end]
 
 
+@styled
 def plot_tip_paths(path, scene, times, tips, lengths, final_backbones):
-    """Tip paths and final shapes over the obstacles, and length against time, written atomically."""
-    figure, (paths_axes, length_axes) = plt.subplots(1, 2, figsize=(11, 4.8))
+    """Tip paths and final shapes over the obstacles, and length against time (complete or absent)."""
+    figure, (paths_axes, length_axes) = new_figure(11, 4.8, 1, 2)
     draw_obstacles(paths_axes, scene.obstacles)
-    colours = plt.cm.viridis(np.linspace(0.0, 1.0, tips.shape[1]))
+    colours = matplotlib.colormaps["viridis"](np.linspace(0.0, 1.0, tips.shape[1]))
     for vine in range(tips.shape[1]):
         paths_axes.plot(tips[:, vine, 0], tips[:, vine, 1], color=colours[vine], linewidth=0.8)
         paths_axes.plot(final_backbones[vine, :, 0], final_backbones[vine, :, 1], color=colours[vine], linewidth=2.0,
@@ -125,13 +115,8 @@ def plot_tip_paths(path, scene, times, tips, lengths, final_backbones):
     paths_axes.set_aspect("equal")
     paths_axes.set_xlabel("x [m]")
     paths_axes.set_ylabel("y [m]")
-    paths_axes.set_title(f"{scene.name}: tip paths (thin) and final shapes (thick)", fontsize=9)
+    paths_axes.set_title(f"{scene.name}: tip paths (thin) and final shapes (thick)")
     length_axes.set_xlabel("time [s]")
     length_axes.set_ylabel("length [m]")
-    length_axes.set_title("vine length", fontsize=9)
-    length_axes.grid(alpha=0.3)
-    figure.tight_layout()
-    try:
-        save_png(figure, path)
-    finally:
-        plt.close(figure)
+    length_axes.set_title("vine length")
+    save(figure, path)
