@@ -4,8 +4,8 @@ import math
 
 import pytest
 
+from softsnake.errors import ConfigError
 from softsnake.robots.snake.config import (
-    ConfigError,
     MaterialConfig,
     ResolutionConfig,
     default_config_path,

@@ -7,8 +7,7 @@ layout) into --out and prints the linear fits, their symmetry and the settling r
 
 import math
 
-from softsnake.errors import UsageError
-from softsnake.robots.snake.config import ConfigError
+from softsnake.errors import ConfigError, UsageError
 from softsnake.robots.snake.curvature import (FIT_LIMIT_PSI, SECONDS_DEFAULT, SETTLE_WINDOW, pressure_grid,
                                               simulate_curvature, summarize_curvature, write_curvature_csv)
 from softsnake.robots.snake.plots import plot_curvature

@@ -15,12 +15,11 @@ import time as timer
 
 import numpy as np
 
-from softsnake.errors import UsageError
-from softsnake.robots.actuation import SUPPLY_PRESSURE_DEFAULT, PressureModelError
-from softsnake.robots.snake.config import ConfigError
-from softsnake.robots.snake.gait import GaitParameterError, GaitParams
+from softsnake.errors import ConfigError, SimulationError, UsageError
+from softsnake.robots.actuation import SUPPLY_PRESSURE_DEFAULT
+from softsnake.robots.snake.gait import GaitParams
 from softsnake.robots.snake.plots import plot_trajectories
-from softsnake.robots.snake.simulation import SnakeDivergedError, SnakeSimulation, SnakeSimulationError
+from softsnake.robots.snake.simulation import SnakeSimulation
 from softsnake.robots.snake.trajectories import CSV_NAME, write_trajectories_csv
 from softsnake.units import pa_to_psi, psi_to_pa
 
@@ -107,7 +106,7 @@ def gait_from_args(args):
     fields = {GAIT_OPTIONS[name][0]: GAIT_OPTIONS[name][1](v) for name, v in values.items()}
     try:
         return GaitParams(**fields, snake_count=args.snakes)
-    except GaitParameterError as exc:
+    except ConfigError as exc:
         raise UsageError(str(exc)) from None
 
 
@@ -135,7 +134,7 @@ def run(args):
         simulation = SnakeSimulation(args.snakes, resolution=args.resolution, device=args.device, gait=gait,
                                      latency=args.latency, supply_pressure=psi_to_pa(args.supply_psi),
                                      seconds=args.seconds)
-    except (SnakeSimulationError, ConfigError, PressureModelError) as exc:
+    except ConfigError as exc:
         raise UsageError(str(exc)) from None
     make_output_folder(out)
     usd_path = out / f"{USD_STEM}.{args.usd_format}" if args.usd else None
@@ -145,9 +144,9 @@ def run(args):
     start = timer.perf_counter()
     try:
         trajectories = simulation.run(usd_path=usd_path, progress=True)
-    except SnakeDivergedError as exc:
-        write_trajectories_csv(out / "trajectories.partial.csv", exc.trajectories)
-        plot_trajectories(out / "trajectories.partial.png", exc.trajectories, labels, title=f"{title} (partial)")
+    except SimulationError as exc:
+        write_trajectories_csv(out / "trajectories.partial.csv", simulation.trajectories)
+        plot_trajectories(out / "trajectories.partial.png", simulation.trajectories, labels, title=f"{title} (partial)")
         print(f"softsnake gait: error: {exc}; wrote {out / 'trajectories.partial.csv'}", file=sys.stderr)
         return 1
     wall = timer.perf_counter() - start

@@ -8,10 +8,10 @@ robot shapes to ``DIR/<scene name>_plans.png``. Exit status 0 whether or not a p
 
 import json
 
-from softsnake.errors import UsageError
-from softsnake.robots.vine.planner import PlannerError, plan_paths
+from softsnake.errors import ConfigError, UsageError
+from softsnake.robots.vine.planner import plan_paths
 from softsnake.robots.vine.plots import plot_plans
-from softsnake.robots.vine.scene import SceneError, load_scene
+from softsnake.robots.vine.scene import load_scene
 
 from .common import make_output_folder, safe_file_stem
 
@@ -82,7 +82,7 @@ def format_table(scene, result):
 def run(args):
     try:
         scene = load_scene(args.scene)
-    except SceneError as exc:
+    except ConfigError as exc:
         raise UsageError(str(exc)) from None
     if scene.plan is None:
         raise UsageError(f"{scene.source}: no [plan] table; the planner needs at least plan.target and "
@@ -90,7 +90,7 @@ def run(args):
     out = make_output_folder(args.out)
     try:
         result = plan_paths(scene.plan, scene.obstacles, base_heading=scene.vine.heading)
-    except PlannerError as exc:
+    except ConfigError as exc:
         raise UsageError(f"{scene.source}: {exc}") from None
     plot_path = out / f"{safe_file_stem(scene.name)}_plans.png"
     try:

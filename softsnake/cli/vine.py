@@ -19,12 +19,11 @@ import math
 import numpy as np
 from tqdm import tqdm
 
-from softsnake.errors import ModelError, SimulationError, UsageError
+from softsnake.errors import ConfigError, ModelError, SimulationError, UsageError
 from softsnake.robots.vine.plots import plot_tip_paths
-from softsnake.robots.vine.robot import VineBuildError
-from softsnake.robots.vine.scene import SceneError, load_scene
-from softsnake.robots.vine.simulation import (VineBatch, VineSimulationError, lengths_of, pin_points, specs_from_scene,
-                                              tips_of, write_tips_csv)
+from softsnake.robots.vine.scene import load_scene
+from softsnake.robots.vine.simulation import (VineBatch, lengths_of, pin_points, specs_from_scene, tips_of,
+                                              write_tips_csv)
 from softsnake.robots.vine.usd_scene import VineUsdScene
 from softsnake.robots.vine.workers import VineBatchWorkers
 from softsnake.usd_writer import UsdRecorder
@@ -61,7 +60,7 @@ def run(args):
     _check_options(args)
     try:
         scene = load_scene(args.scene)
-    except SceneError as exc:
+    except ConfigError as exc:
         raise UsageError(str(exc)) from None
     out = make_output_folder(args.out)
     specs = specs_from_scene(scene, vine_count=args.vines, heading_spread=args.spread_heading)
@@ -71,7 +70,7 @@ def run(args):
                 batch = VineBatch(specs, device=args.device)
             else:
                 batch = stack.enter_context(VineBatchWorkers(specs, workers=args.workers or None))
-        except (ModelError, VineBuildError, VineSimulationError) as exc:
+        except (ModelError, ConfigError) as exc:
             raise UsageError(f"{scene.source}: {exc}") from None
         return _simulate(args, scene, specs, batch, out)
 

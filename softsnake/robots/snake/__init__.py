@@ -1,8 +1,11 @@
-"""The soft snake: pressure latency model, open-loop gait controller, the four-link robot on the
-engine, its batched gait simulation and their experiments."""
+"""The soft snake: its parameter file, link mesh, open-loop gait controller, the four-link robot
+on the engine, its batched gait simulation, and the computations and figures of its experiments
+(curvature, step response, bench). The chambers' pressure latency model is
+``softsnake.robots.actuation``."""
 
 from .robot import LinkHandle, SnakeHandle, add_link_stand, add_snake, add_soft_link, link_curvature, table_counts
-from .simulation import SnakeDivergedError, SnakeSimulation, SnakeSimulationError, SnakeTrajectories
+from .simulation import SnakeSimulation
+from .trajectories import SnakeTrajectories
 
 __all__ = [
     "LinkHandle",
@@ -12,8 +15,6 @@ __all__ = [
     "add_soft_link",
     "link_curvature",
     "table_counts",
-    "SnakeDivergedError",
     "SnakeSimulation",
-    "SnakeSimulationError",
     "SnakeTrajectories",
 ]

@@ -23,12 +23,13 @@ import numpy as np
 from tqdm import tqdm
 
 from softsnake.builder import ModelBuilder
+from softsnake.errors import ConfigError
 from softsnake.output_files import write_csv
 from softsnake.solver import Solver
 from softsnake.units import pa_to_psi
 
 from ..actuation import chamber_targets
-from .config import ConfigError, load_snake_config
+from .config import load_snake_config
 from .robot import add_link_stand, link_curvature
 from .simulation import DT_DEFAULT
 

@@ -27,7 +27,8 @@ import numpy as np
 
 from softsnake.spatial import box_inertia, cylinder_inertia, quat_from_axis_angle, quat_multiply, quat_to_matrix
 
-from .config import ConfigError
+from softsnake.errors import ConfigError
+
 from .link_mesh import build_link_mesh
 
 LINK_COLLIDE_DEFAULT = "none"

@@ -16,14 +16,14 @@ Snakes stand side by side along y, ``spacing`` apart, all heading +x; worlds nev
 """
 
 import contextlib
-import math
 
 import numpy as np
 from tqdm import tqdm
 
 from softsnake.builder import ModelBuilder
-from softsnake.errors import SimulationError
+from softsnake.errors import ConfigError, SimulationError
 from softsnake.solver import Solver
+from softsnake.validation import positive_integer, positive_number
 
 from ..actuation import SUPPLY_PRESSURE_DEFAULT, PressureLatency, chamber_targets
 from .config import load_snake_config
@@ -63,31 +63,16 @@ def snake_solver(model, *, substeps=2, newton_iterations=4, linear_iterations=20
                   linear_iterations=linear_iterations, warm_start=False, check_finite=True, profile=profile)
 
 
-class SnakeSimulationError(ValueError):
-    """A bad option of the gait simulation; the message is one line naming it."""
-
-
-class SnakeDivergedError(SimulationError):
-    """A snake's state became NaN or Inf. ``snake``: its index; ``time``: when [s];
-    ``trajectories``: what was recorded up to the last good frame."""
-
-    def __init__(self, message, *, snake, time, step, trajectories):
-        super().__init__(message, world=snake, step=step)
-        self.snake = snake
-        self.time = time
-        self.trajectories = trajectories
-
-
 def _per_snake_gait(gait, snake_count):
     """``gait`` broadcast to ``snake_count`` snakes."""
     if gait is None:
         gait = GaitParams()
     if not isinstance(gait, GaitParams):
-        raise SnakeSimulationError(f"gait must be a GaitParams, got {type(gait).__name__}")
+        raise ConfigError(f"gait must be a GaitParams, got {type(gait).__name__}")
     if gait.snake_count == snake_count:
         return gait
     if gait.snake_count != 1:
-        raise SnakeSimulationError(f"gait holds {gait.snake_count} snakes, the simulation {snake_count}")
+        raise ConfigError(f"gait holds {gait.snake_count} snakes, the simulation {snake_count}")
     return GaitParams(**{name: getattr(gait, name)[0] for name in GAIT_FIELDS}, snake_count=snake_count)
 
 
@@ -110,13 +95,11 @@ class SnakeSimulation:
     def __init__(self, snake_count, *, resolution="coarse", device="cpu", gait=None, latency=True,
                  supply_pressure=SUPPLY_PRESSURE_DEFAULT, dt=DT_DEFAULT, seconds=5.0, config=None,
                  spacing=SPACING_DEFAULT, substeps=2, newton_iterations=4, linear_iterations=20):
-        if isinstance(snake_count, bool) or not isinstance(snake_count, (int, np.integer)) or snake_count < 1:
-            raise SnakeSimulationError(f"snake_count must be a positive integer, got {snake_count!r}")
+        positive_integer("snake_count", snake_count)
         for name, value in (("dt", dt), ("seconds", seconds), ("spacing", spacing)):
-            if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0.0):
-                raise SnakeSimulationError(f"{name} must be a positive number, got {value!r}")
+            positive_number(name, value)
         if dt > seconds:
-            raise SnakeSimulationError(f"dt {dt} s is longer than the run, {seconds} s")
+            raise ConfigError(f"dt {dt} s is longer than the run, {seconds} s")
         self.snake_count = int(snake_count)
         self.config = load_snake_config(resolution=resolution) if config is None else config
         self.spacing = float(spacing)
@@ -126,7 +109,7 @@ class SnakeSimulation:
         self.latency = PressureLatency((self.snake_count, self.config.link_count), supply_pressure=supply_pressure,
                                        enabled=latency)
         if np.any(self.gait.amplitude > self.latency.supply_pressure):
-            raise SnakeSimulationError(
+            raise ConfigError(
                 f"gait amplitude {self.gait.amplitude.max():.6g} Pa exceeds the supply pressure "
                 f"{self.latency.supply_pressure:.6g} Pa")
 
@@ -139,6 +122,8 @@ class SnakeSimulation:
         self.solver = snake_solver(self.model, substeps=substeps, newton_iterations=newton_iterations,
                                    linear_iterations=linear_iterations)
         self.state = self.model.state()
+        self.trajectories = None
+        """What the last ``run`` recorded (``SnakeTrajectories``), up to its last good frame if it blew up."""
         self.control = self.model.control()
 
         m = self.model
@@ -219,8 +204,9 @@ class SnakeSimulation:
         usd_path: write the scene to this .usda/.usdc/.usd file (None: no USD)
         usd_fps: frames per second written to USD [1/s] (rounded to a whole number of frames)
         progress: show a tqdm progress bar
-        Raises ``SnakeDivergedError`` naming the snake whose state became non-finite; a USD file
-        is then left as ``<stem>.partial<ext>`` up to its last flush.
+        Raises ``SimulationError`` naming the snake whose state became non-finite (its ``world``)
+        and the frame (its ``step``); ``self.trajectories`` then holds what was recorded up to the
+        last good frame, and a USD file is left as ``<stem>.partial<ext>`` up to its last flush.
         """
         usd_stride = max(1, int(round(1.0 / (self.dt * usd_fps)))) if usd_path is not None else 0
         frames = self.frame_count
@@ -258,12 +244,13 @@ class SnakeSimulation:
                 try:
                     self.solver.step(self.state, self.state, self.control, self.dt)
                 except SimulationError as exc:
-                    raise SnakeDivergedError(
+                    self.trajectories = record(frame - 1)
+                    raise SimulationError(
                         f"snake {exc.world} blew up (NaN, Inf or a runaway speed) at t = {time[frame]:.4f} s; reduce dt or "
-                        "check the snake's parameters", snake=exc.world, time=time[frame], step=frame,
-                        trajectories=record(frame - 1)) from None
+                        "check the snake's parameters", world=exc.world, step=frame) from None
                 particles, body_q = self._positions()
                 com[frame], curvature[frame] = self._observe(particles, body_q)
                 if recorder is not None and frame % usd_stride == 0:
                     self._usd_frame(recorder, time[frame], usd_meshes, usd_bodies, particles, body_q)
-        return record(frames)
+        self.trajectories = record(frames)
+        return self.trajectories

@@ -14,10 +14,11 @@ from pathlib import Path
 import numpy as np
 from tqdm import tqdm
 
+from softsnake.errors import ConfigError
 from softsnake.output_files import replaced_when_complete
 from softsnake.units import pa_to_psi
 
-from ..actuation import REFERENCE_DT_DEFAULT, SUPPLY_PRESSURE_DEFAULT, PressureLatency, PressureModelError
+from ..actuation import REFERENCE_DT_DEFAULT, SUPPLY_PRESSURE_DEFAULT, PressureLatency
 
 STEP_LEVELS = (0.6, 0.7, 0.8, 0.9, 1.0)
 """Step targets as fractions of the supply pressure [-] (Fig. 6: 60-100 % in 10 % steps)."""
@@ -75,10 +76,10 @@ def simulate_step_response(
     Both phases and all levels run as one batch of shape (2, level_count).
     """
     if not (0.0 < dt <= duration < math.inf):
-        raise PressureModelError(f"need 0 < dt <= duration, got dt {dt} s and duration {duration} s")
+        raise ConfigError(f"need 0 < dt <= duration, got dt {dt} s and duration {duration} s")
     levels = np.asarray(levels, dtype=float)
     if levels.ndim != 1 or levels.size == 0 or not np.all((levels > 0.0) & (levels <= 1.0)):
-        raise PressureModelError("step levels must be a non-empty list of fractions in (0, 1]")
+        raise ConfigError("step levels must be a non-empty list of fractions in (0, 1]")
     level_pressure = levels * supply_pressure
     # Row 0 inflates from rest toward the level; row 1 starts at the level and vents toward 0.
     command = np.stack([level_pressure, np.zeros_like(level_pressure)])

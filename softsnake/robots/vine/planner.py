@@ -77,14 +77,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from softsnake.robots.vine.scene import ObstacleCircle, PlanProblem, obstacle_signed_distance
+from softsnake.errors import ConfigError
+from softsnake.validation import positive_number
+
+from .scene import ObstacleCircle, PlanProblem, obstacle_signed_distance
 
 SEQUENCE_COUNT_MAX = 5000
 """Most candidate sequences ``plan_paths`` enumerates before asking for ``sequence_length_max``."""
-
-
-class PlannerError(ValueError):
-    """Bad input to the planner; the message is one line naming the problem."""
 
 
 def forward_kinematics(curvature, length):
@@ -470,12 +469,12 @@ def _collision_reasons(plan_points, sections, obstacles, spacing):
 
 def _check_inputs(problem, obstacles, base_heading):
     if not isinstance(problem, PlanProblem):
-        raise PlannerError(f"problem: expected a PlanProblem, got {type(problem).__name__}")
+        raise ConfigError(f"problem: expected a PlanProblem, got {type(problem).__name__}")
     for index, obstacle in enumerate(obstacles):
         if not hasattr(obstacle, "signed_distance"):
-            raise PlannerError(f"obstacles[{index}]: expected a scene obstacle, got {type(obstacle).__name__}")
+            raise ConfigError(f"obstacles[{index}]: expected a scene obstacle, got {type(obstacle).__name__}")
     if not (isinstance(base_heading, (int, float)) and math.isfinite(base_heading)):
-        raise PlannerError(f"base_heading: must be a finite angle in rad, got {base_heading!r}")
+        raise ConfigError(f"base_heading: must be a finite angle in rad, got {base_heading!r}")
 
 
 def candidate_sequences(obstacles, *, sequence_length_max=None):
@@ -483,13 +482,13 @@ def candidate_sequences(obstacles, *, sequence_length_max=None):
 
     obstacles: the scene's obstacles; only circles are interaction candidates
     sequence_length_max: longest sequence; None: all circles
-    Raises PlannerError if there would be more than SEQUENCE_COUNT_MAX sequences.
+    Raises ConfigError if there would be more than SEQUENCE_COUNT_MAX sequences.
     """
     circles = [index for index, obstacle in enumerate(obstacles) if isinstance(obstacle, ObstacleCircle)]
     longest = len(circles) if sequence_length_max is None else min(sequence_length_max, len(circles))
     count = sum(math.perm(len(circles), k) for k in range(longest + 1))
     if count > SEQUENCE_COUNT_MAX:
-        raise PlannerError(f"{len(circles)} circle obstacles give {count} sequences (more than "
+        raise ConfigError(f"{len(circles)} circle obstacles give {count} sequences (more than "
                            f"{SEQUENCE_COUNT_MAX}); limit them with sequence_length_max")
     return [sequence for k in range(longest + 1) for sequence in itertools.permutations(circles, k)]
 
@@ -591,15 +590,14 @@ def plan_paths(problem, obstacles, *, base_heading=0.0, sequence_length_max=None
     sequence_length_max: most obstacles per plan; None: all circles
     sample_spacing: distance between the points drawn along the robot for the collision and
         self-intersection checks and for plotting [m]
-    Returns a PlanResult. Raises PlannerError for bad input.
+    Returns a PlanResult. Raises ConfigError for bad input.
     """
     obstacles = tuple(obstacles)
     _check_inputs(problem, obstacles, base_heading)
-    if not (isinstance(sample_spacing, (int, float)) and math.isfinite(sample_spacing) and sample_spacing > 0):
-        raise PlannerError(f"sample_spacing: must be a positive number of metres, got {sample_spacing!r}")
+    positive_number("sample_spacing", sample_spacing, unit="m")
     if sequence_length_max is not None and (isinstance(sequence_length_max, bool) or not isinstance(
             sequence_length_max, int) or sequence_length_max < 0):
-        raise PlannerError(f"sequence_length_max: must be a non-negative integer, got {sequence_length_max!r}")
+        raise ConfigError(f"sequence_length_max: must be a non-negative integer, got {sequence_length_max!r}")
     cache = _ContactCache(problem, obstacles, Pose(0.0, 0.0, float(base_heading)))
     plans = tuple(_build_plan(sequence, cache, problem, obstacles, float(sample_spacing))
                   for sequence in candidate_sequences(obstacles, sequence_length_max=sequence_length_max))
@@ -625,7 +623,7 @@ def reach_mask(problem, obstacles, sequence, x, y, *, base_heading=0.0):
     for index in sequence:
         if not (isinstance(index, (int, np.integer)) and 0 <= index < len(obstacles)
                 and isinstance(obstacles[index], ObstacleCircle)):
-            raise PlannerError(f"sequence: {index!r} is not the index of a circle obstacle")
+            raise ConfigError(f"sequence: {index!r} is not the index of a circle obstacle")
     x, y = np.broadcast_arrays(np.asarray(x, dtype=float), np.asarray(y, dtype=float))
     cache = _ContactCache(problem, obstacles, Pose(0.0, 0.0, float(base_heading)))
     mask = np.ones(x.shape, dtype=bool)
