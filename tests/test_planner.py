@@ -10,9 +10,10 @@ from scipy.integrate import quad, solve_ivp
 
 from softsnake.cli import main
 from softsnake.errors import ConfigError
-from softsnake.robots.vine.planner import (Pose, bend_or_wrinkle, cantilever_deflection, forward_kinematics,
-                                    inverse_kinematics, obstacle_interaction, plan_paths, polyline_self_intersects,
-                                    reach_mask, required_wrap, workspace_levels, wrapped_angle_error)
+from softsnake.robots.vine.kinematics import (Pose, bend_or_wrinkle, cantilever_deflection, forward_kinematics,
+                                              inverse_kinematics, obstacle_interaction, required_wrap,
+                                              wrapped_angle_error)
+from softsnake.robots.vine.planner import plan_paths, polyline_self_intersects, reach_mask, workspace_levels
 from softsnake.robots.vine.scene import ObstacleCircle, ObstacleRectangle, PlanProblem, load_scene
 
 EI = 0.1
