@@ -23,29 +23,22 @@ Writes fem_cantilever_convergence.csv, fem_bar_stretch.csv and fem_convergence.p
 Usage: python experiments/fem_convergence.py [--out DIR] [--stepped-max N] [--direct-max N] [--device cpu]
 """
 
-import argparse
 import math
 import sys
 import time
-from pathlib import Path
 
-import numpy as np  # noqa: E402
-import scipy.sparse as sparse  # noqa: E402
-import scipy.sparse.linalg as sparse_linalg  # noqa: E402
-import warp as wp  # noqa: E402
+import numpy as np
+import scipy.sparse as sparse
+import scipy.sparse.linalg as sparse_linalg
+import warp as wp
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
-# Lets the script run from a plain checkout, without installing the package.
-sys.path.insert(0, str(REPO_ROOT))
-
-import softsnake  # noqa: E402
-from softsnake.kernels import tetrahedron  # noqa: E402
-from softsnake.kinetic_damping import settle_with_kinetic_damping  # noqa: E402
-from softsnake.meshing import boundary_faces, box_tet_mesh, traction_nodal_forces  # noqa: E402
-from softsnake.output_files import write_csv  # noqa: E402
-from softsnake.plotting import new_figure, save, styled  # noqa: E402
-
-RESULTS_DIR = Path(__file__).resolve().parent / "results"
+import softsnake
+from softsnake.cli.common import experiment_parser, make_output_folder
+from softsnake.kernels import tetrahedron
+from softsnake.kinetic_damping import settle_with_kinetic_damping
+from softsnake.meshing import boundary_faces, box_tet_mesh, traction_nodal_forces
+from softsnake.output_files import write_csv
+from softsnake.plotting import new_figure, save, styled
 
 BEAM_LENGTH, BEAM_WIDTH, BEAM_HEIGHT = 1.0, 0.025, 0.1
 BEAM_YOUNGS, BEAM_POISSON, BEAM_DENSITY, GRAVITY = 1.0e9, 0.3, 1000.0, 9.81
@@ -169,8 +162,7 @@ def write_png(path, beam_rows, eb, bar_rows, expected_stretch):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--out", type=Path, default=RESULTS_DIR, help="output folder (default experiments/results)")
+    parser = experiment_parser(__doc__, __file__)
     parser.add_argument("--stepped-max", type=int, default=6,
                         help="largest cells-through-the-depth count also stepped with the engine (default 6)")
     parser.add_argument("--direct-max", type=int, default=12,
@@ -179,8 +171,7 @@ def main(argv=None):
     args = parser.parse_args(argv)
     if args.stepped_max < 0 or args.direct_max < 2:
         parser.error("--stepped-max must be >= 0 and --direct-max >= 2")
-    wp.config.quiet = True
-    args.out.mkdir(parents=True, exist_ok=True)
+    out = make_output_folder(args.out)
 
     inertia = BEAM_WIDTH * BEAM_HEIGHT**3 / 12.0
     load = BEAM_DENSITY * GRAVITY * BEAM_WIDTH * BEAM_HEIGHT
@@ -217,7 +208,7 @@ def main(argv=None):
     def optional(r, key, fmt):
         return format(r[key], fmt) if key in r else ""
 
-    write_csv(args.out / "fem_cantilever_convergence.csv",
+    write_csv(out / "fem_cantilever_convergence.csv",
               ["cells_x", "cells_y", "cells_z", "tets", "euler_bernoulli_m", "timoshenko_m", "direct_m", "direct_error",
                "stepped_m", "stepped_error", "dt_s", "steps", "linear_iterations", "stepped_wall_s"],
               [[*r["cells"], r["tets"], f"{eb:.9e}", f"{eb + shear:.9e}", f"{r['direct']:.9e}",
@@ -225,15 +216,15 @@ def main(argv=None):
                 f"{r['stepped'] / eb - 1:.6f}" if "stepped" in r else "", optional(r, "dt", ".6e"),
                 optional(r, "steps", "d"), BEAM_LINEAR_ITERATIONS if "stepped" in r else "",
                 optional(r, "wall", ".2f")] for r in beam_rows])
-    write_csv(args.out / "fem_bar_stretch.csv",
+    write_csv(out / "fem_bar_stretch.csv",
               ["poisson", "cells_x", "cells_y", "cells_z", "tets", "expected_m", "direct_m", "direct_error", "stepped_m",
                "stepped_error", "dt_s", "steps", "stepped_wall_s"],
               [[r["poisson"], *r["cells"], r["tets"], f"{expected_stretch:.9e}", f"{r['direct']:.9e}",
                 f"{r['direct'] / expected_stretch - 1:.6f}", f"{r['stepped']:.9e}",
                 f"{r['stepped'] / expected_stretch - 1:.6f}", BAR_DT, BAR_STEPS, f"{r['wall']:.2f}"] for r in bar_rows])
-    write_png(args.out / "fem_convergence.png", beam_rows, eb, bar_rows, expected_stretch)
-    print(f"wrote {args.out / 'fem_cantilever_convergence.csv'}, {args.out / 'fem_bar_stretch.csv'}, "
-          f"{args.out / 'fem_convergence.png'}")
+    write_png(out / "fem_convergence.png", beam_rows, eb, bar_rows, expected_stretch)
+    print(f"wrote {out / 'fem_cantilever_convergence.csv'}, {out / 'fem_bar_stretch.csv'}, "
+          f"{out / 'fem_convergence.png'}")
     return 0
 
 

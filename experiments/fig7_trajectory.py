@@ -12,21 +12,17 @@ fig7_travel.csv (forward and lateral travel, also in body lengths). Extra option
 
 import math
 import sys
-from pathlib import Path
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
-# Lets the script run from a plain checkout, without installing the package.
-sys.path.insert(0, str(REPO_ROOT))
+from softsnake import cli
+from softsnake.cli.common import results_folder
+from softsnake.output_files import write_dict_csv
+from softsnake.plotting import new_figure, save, styled
+from softsnake.robots.snake.config import load_snake_config
+from softsnake.robots.snake.plots import top_view
+from softsnake.robots.snake.robot import snake_length
+from softsnake.robots.snake.trajectories import CSV_NAME, read_trajectories_csv
 
-from softsnake import cli  # noqa: E402
-from softsnake.output_files import write_dict_csv  # noqa: E402
-from softsnake.plotting import new_figure, save, styled  # noqa: E402
-from softsnake.robots.snake.trajectories import CSV_NAME, read_trajectories_csv  # noqa: E402
-from softsnake.robots.snake.config import load_snake_config  # noqa: E402
-from softsnake.robots.snake.plots import top_view  # noqa: E402
-from softsnake.robots.snake.robot import snake_length  # noqa: E402
-
-RESULTS_DIR = Path(__file__).resolve().parent / "results"
+RESULTS_DIR = results_folder(__file__)
 SECONDS = 10.0
 PHASE_SHIFTS = (math.pi / 2.0,)
 RUNS = {"fig7_latency": "--latency", "fig7_no_latency": "--no-latency"}

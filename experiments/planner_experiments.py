@@ -16,11 +16,9 @@ Writes into --out (default experiments/results):
 Usage: python experiments/planner_experiments.py [--out DIR]
 """
 
-import argparse
 import math
 import sys
 from dataclasses import replace
-from pathlib import Path
 
 import numpy as np
 from matplotlib.colors import ListedColormap
@@ -28,6 +26,7 @@ from matplotlib.patches import Patch
 from scipy.integrate import quad
 from scipy.optimize import brentq
 
+from softsnake.cli.common import experiment_output_folder
 from softsnake.output_files import write_csv
 from softsnake.plotting import new_figure, save, styled
 from softsnake.robots.vine.planner import plan_paths, reach_mask, workspace_levels
@@ -152,12 +151,7 @@ def plot_workspace(path, scene, axis, levels, cell):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", default=str(Path(__file__).resolve().parent / "results"),
-                        help="results folder (default: experiments/results)")
-    args = parser.parse_args(argv)
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
+    out = experiment_output_folder(__doc__, __file__, argv)
     navigation(out)
     workspace(out)
     return 0

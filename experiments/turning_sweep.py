@@ -9,21 +9,17 @@ travel, mean path length and path curvature = turn / length) and turning_sweep.p
 
 import math
 import sys
-from pathlib import Path
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
-# Lets the script run from a plain checkout, without installing the package.
-sys.path.insert(0, str(REPO_ROOT))
+import numpy as np
 
-import numpy as np  # noqa: E402
+from softsnake import cli
+from softsnake.cli.common import results_folder
+from softsnake.output_files import write_dict_csv
+from softsnake.plotting import new_figure, save, styled
+from softsnake.robots.snake.plots import top_view
+from softsnake.robots.snake.trajectories import CSV_NAME, read_trajectories_csv
 
-from softsnake import cli  # noqa: E402
-from softsnake.output_files import write_dict_csv  # noqa: E402
-from softsnake.plotting import new_figure, save, styled  # noqa: E402
-from softsnake.robots.snake.plots import top_view  # noqa: E402
-from softsnake.robots.snake.trajectories import CSV_NAME, read_trajectories_csv  # noqa: E402
-
-RESULTS_DIR = Path(__file__).resolve().parent / "results"
+RESULTS_DIR = results_folder(__file__)
 SNAKES = 5
 OFFSETS = (-0.5, 0.5)
 SECONDS = 10.0

@@ -29,19 +29,16 @@ Usage: python experiments/vine_plan_execution.py [--out DIR]
 
 import math
 import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import numpy as np
 
-import numpy as np  # noqa: E402
-
-from softsnake.output_files import write_dict_csv  # noqa: E402
-from softsnake.plotting import new_figure, save, styled  # noqa: E402
-from softsnake.robots.vine.plots import draw_obstacles  # noqa: E402
-from softsnake.robots.vine.planner import plan_paths  # noqa: E402
-from softsnake.robots.vine.scene import VineParams, load_scene  # noqa: E402
-from softsnake.robots.vine.simulation import VineBatch, VineSpec, rollout, steering_pressure  # noqa: E402
-from output_folder import output_folder  # noqa: E402
+from softsnake.cli.common import experiment_output_folder
+from softsnake.output_files import write_dict_csv
+from softsnake.plotting import new_figure, save, styled
+from softsnake.robots.vine.planner import plan_paths
+from softsnake.robots.vine.plots import draw_obstacles
+from softsnake.robots.vine.scene import VineParams, load_scene
+from softsnake.robots.vine.simulation import VineBatch, VineSpec, pin_points, rollout, steering_pressure
 
 LINK_COUNT = 48
 """Links of the vine: about 39 mm each at the planned length, so that the 32 mm contact spheres
@@ -120,16 +117,8 @@ def execute(scene, plan, placed):
             "half_length": batch.half_length[0]}
 
 
-def backbone(poses, half_length):
-    first = poses[..., 0::2, :]
-    ends = first[..., :2] - half_length * np.stack([np.cos(first[..., 2]), np.sin(first[..., 2])], axis=-1)
-    last = poses[..., -1, :]
-    tip = last[..., :2] + half_length * np.stack([np.cos(last[..., 2]), np.sin(last[..., 2])], axis=-1)
-    return np.concatenate([ends, tip[..., None, :]], axis=-2)
-
-
 def main(argv=None):
-    out = output_folder(__doc__, argv)
+    out = experiment_output_folder(__doc__, __file__, argv)
     scene = load_scene("planner_navigation")
     result = plan_paths(scene.plan, scene.obstacles, base_heading=scene.vine.heading)
     plan = result.best
@@ -164,9 +153,9 @@ def plot_executions(path, scene, plan, runs, rows):
         points = plan.points()
         axes.plot(points[:, 0], points[:, 1], "k--", linewidth=1.5, label=f"plan {plan.label}")
         for k in np.linspace(0, len(run["poses"]) - 1, 6).astype(int)[1:-1]:
-            shape = backbone(run["poses"][k], run["half_length"])
+            shape = pin_points(run["poses"][k], run["half_length"])
             axes.plot(shape[:, 0], shape[:, 1], color="tab:orange", alpha=0.35, linewidth=1.0)
-        shape = backbone(run["poses"][-1], run["half_length"])
+        shape = pin_points(run["poses"][-1], run["half_length"])
         axes.plot(shape[:, 0], shape[:, 1], color="tab:orange", linewidth=2.5, label="dynamic vine (final)")
         axes.plot(*scene.plan.target, "g*", markersize=12, label="target")
         axes.set_aspect("equal")

@@ -57,15 +57,19 @@ def safe_file_stem(name):
     return re.sub(r"[^A-Za-z0-9_.-]", "_", name)
 
 
+def results_folder(script):
+    """The ``results/`` folder beside an experiment script (``script``: its ``__file__``): where
+    the results pages' figures and tables are."""
+    return Path(script).resolve().parent / "results"
+
+
 def experiment_parser(doc, script):
     """The argument parser of an experiment script: described by the first line of its docstring
-    ``doc``, with ``--out`` defaulting to the ``results/`` folder beside ``script`` (its
-    ``__file__``). Warp's module-loading messages are silenced, so the script prints only its
-    results."""
+    ``doc``, with ``--out`` defaulting to ``results_folder(script)``. Warp's module-loading
+    messages are silenced, so the script prints only its results."""
     wp.config.quiet = True
     parser = argparse.ArgumentParser(description=doc.splitlines()[0])
-    parser.add_argument("--out", default=str(Path(script).resolve().parent / "results"),
-                        help="output folder (default: experiments/results)")
+    parser.add_argument("--out", default=str(results_folder(script)), help="output folder (default: experiments/results)")
     return parser
 
 

@@ -75,6 +75,19 @@ class WallFitReference:
     fit_initial_guess_z0: np.ndarray
     published_tip_x_mae: float
 
+    def initial_state(self):
+        """The first state of the original fit's initial guess in SI units: body poses (10, 3) and
+        velocities (10, 3) [m, rad, m/s, rad/s] (``fit_initial_guess_z0`` is in mm)."""
+        poses = self.fit_initial_guess_z0[:30].reshape(10, 3).copy()
+        velocities = self.fit_initial_guess_z0[30:60].reshape(10, 3).copy()
+        poses[:, :2] *= MILLIMETRE
+        velocities[:, :2] *= MILLIMETRE
+        return poses, velocities
+
+    def frame_steps(self, dt):
+        """The simulation step of each video frame for steps of ``dt`` [s], (8,) integers."""
+        return np.round(self.frame_times / dt).astype(int)
+
 
 def reference_folder(folder=None):
     """The vine reference folder as a Path; ConfigError if it does not exist.
