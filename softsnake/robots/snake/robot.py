@@ -123,6 +123,26 @@ def _rotate_z(angle):
     return quat_from_axis_angle((0.0, 0.0, 1.0), angle)
 
 
+def _counts(builder):
+    """(particles, bodies, pressure channels) in ``builder`` so far."""
+    return builder.particle_count, builder.body_count, builder.pressure_channel_count
+
+
+def _ranges(builder, starts):
+    """``SnakeHandle`` ranges of everything added to ``builder`` since ``_counts`` gave ``starts``."""
+    particle_start, body_start, channel_start = starts
+    return {"particle_range": slice(particle_start, builder.particle_count),
+            "body_range": slice(body_start, builder.body_count),
+            "channel_range": slice(channel_start, builder.pressure_channel_count)}
+
+
+def _clamp(builder, link, caps):
+    """Attach the particles of the link's first and last cross-sections to its (front, rear) cap bodies."""
+    for cap_module, end in zip(caps, link.mesh.end_particles):
+        for particle in end:
+            builder.add_attachment(cap_module, link.particle_start + int(particle), compliance=ATTACHMENT_COMPLIANCE)
+
+
 def add_soft_link(builder, config, resolution, *, position, rotation, mesh=None, collide=LINK_COLLIDE_DEFAULT):
     """Add one soft link: Ecoflex tetrahedra, stiff constraint sets and two pressure channels.
 
@@ -225,8 +245,7 @@ def add_snake(builder, config, resolution=None, *, position=(0.0, 0.0, 0.0), hea
         raise ConfigError(f"snake heading must be finite [rad], got {heading}")
     resolution = config.resolution(resolution)
     mesh = build_link_mesh(config.link, resolution)
-    particle_start, body_start = builder.particle_count, builder.body_count
-    channel_start = builder.pressure_channel_count
+    starts = _counts(builder)
 
     heading_rotation = _rotate_z(heading)
     R = quat_to_matrix(heading_rotation)
@@ -249,21 +268,11 @@ def add_snake(builder, config, resolution=None, *, position=(0.0, 0.0, 0.0), hea
         origin = position + R @ np.array([module_x[i] - 0.5 * config.cap.length, 0.0, height])
         link = add_soft_link(builder, config, resolution, position=origin, rotation=link_rotation, mesh=mesh,
                              collide=link_collide)
-        for cap_module, end in zip((modules[i], modules[i + 1]), mesh.end_particles):
-            for particle in end:
-                builder.add_attachment(cap_module, link.particle_start + int(particle),
-                                       compliance=ATTACHMENT_COMPLIANCE)
+        _clamp(builder, link, (modules[i], modules[i + 1]))
         links.append(link)
 
-    return SnakeHandle(
-        config=config,
-        links=tuple(links),
-        module_bodies=tuple(modules),
-        wheel_bodies=np.asarray(wheels, dtype=np.int64),
-        particle_range=slice(particle_start, builder.particle_count),
-        body_range=slice(body_start, builder.body_count),
-        channel_range=slice(channel_start, builder.pressure_channel_count),
-    )
+    return SnakeHandle(config=config, links=tuple(links), module_bodies=tuple(modules),
+                       wheel_bodies=np.asarray(wheels, dtype=np.int64), **_ranges(builder, starts))
 
 
 def table_counts(builder):
@@ -330,8 +339,7 @@ def add_link_stand(builder, config, resolution=None, *, position=(0.0, 0.0, 0.0)
         raise ConfigError(f"fixed cap must be 'rear' or 'front', got {fixed!r}")
     resolution = config.resolution(resolution)
     mesh = build_link_mesh(config.link, resolution)
-    particle_start, body_start = builder.particle_count, builder.body_count
-    channel_start = builder.pressure_channel_count
+    starts = _counts(builder)
     heading_rotation = _rotate_z(heading)
     R = quat_to_matrix(heading_rotation)
     position = np.asarray(position, dtype=np.float64)
@@ -345,15 +353,6 @@ def add_link_stand(builder, config, resolution=None, *, position=(0.0, 0.0, 0.0)
     origin = position + R @ np.array([0.5 * config.link.length, 0.0, 0.0])
     link = add_soft_link(builder, config, resolution, position=origin,
                          rotation=quat_multiply(heading_rotation, _rotate_z(math.pi)), mesh=mesh)
-    for cap_module, end in zip(modules, mesh.end_particles):
-        for particle in end:
-            builder.add_attachment(cap_module, link.particle_start + int(particle), compliance=ATTACHMENT_COMPLIANCE)
-    return SnakeHandle(
-        config=config,
-        links=(link,),
-        module_bodies=tuple(modules),
-        wheel_bodies=np.zeros((0, 2), dtype=np.int64),
-        particle_range=slice(particle_start, builder.particle_count),
-        body_range=slice(body_start, builder.body_count),
-        channel_range=slice(channel_start, builder.pressure_channel_count),
-    )
+    _clamp(builder, link, modules)
+    return SnakeHandle(config=config, links=(link,), module_bodies=tuple(modules),
+                       wheel_bodies=np.zeros((0, 2), dtype=np.int64), **_ranges(builder, starts))
