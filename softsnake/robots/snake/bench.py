@@ -27,10 +27,9 @@ from softsnake.builder import ModelBuilder
 from softsnake.memory import array_bytes
 from softsnake.output_files import write_csv
 
-from ..actuation import chamber_targets
 from .config import load_snake_config
 from .gait import GaitParams, gait_command
-from .robot import add_link_stand, add_snake
+from .robot import add_link_stand, add_snake, chamber_pressures
 from .simulation import DT_DEFAULT, snake_solver
 
 PAPER_TABLE_2 = {
@@ -78,10 +77,7 @@ def time_case(snakes, *, config, resolution, device, frames, warmup, dt=DT_DEFAU
     solver = snake_solver(model, profile=True)
     state, control = model.state(), model.control()
     command = gait_command(GaitParams(snake_count=count), 0.1, handle.link_count)
-    channels = model.pressure_channel_world_start[:-1, None, None] + handle.link_channels[None]
-    pressure = np.zeros(model.pressure_channel_count, dtype=np.float32)
-    pressure[channels.ravel()] = chamber_targets(command).ravel()
-    control.pressure.assign(pressure)
+    control.pressure.assign(chamber_pressures(model, handle.link_channels, command))
     for _ in range(warmup):
         solver.step(state, state, control, dt)
     totals, solves = [], []

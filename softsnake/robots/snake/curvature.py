@@ -28,9 +28,8 @@ from softsnake.output_files import write_csv
 from softsnake.solver import Solver
 from softsnake.units import pa_to_psi
 
-from ..actuation import chamber_targets
 from .config import load_snake_config
-from .robot import add_link_stand, link_curvature
+from .robot import add_link_stand, chamber_pressures, link_curvature
 from .simulation import DT_DEFAULT
 
 STAND_DAMPING_TIME = 0.2
@@ -107,10 +106,7 @@ def simulate_curvature(pressures, *, cap_torques=None, config=None, resolution="
     state, control = model.state(), model.control()
 
     count = pressures.size
-    channels = model.pressure_channel_world_start[:-1, None] + np.asarray(stand.links[0].channels)[None]
-    pressure = np.zeros(model.pressure_channel_count, dtype=np.float32)
-    pressure[channels.ravel()] = chamber_targets(pressures).ravel()
-    control.pressure.assign(pressure)
+    control.pressure.assign(chamber_pressures(model, stand.link_channels, pressures[:, None]))
     free_cap = model.body_world_start[:-1] + stand.module_bodies[0]
     wrench = np.zeros((model.body_count, 6), dtype=np.float32)
     wrench[free_cap, 5] = torques

@@ -29,6 +29,7 @@ from softsnake.spatial import box_inertia, cylinder_inertia, quat_from_axis_angl
 
 from softsnake.errors import ConfigError
 
+from ..actuation import chamber_targets
 from .link_mesh import build_link_mesh
 
 LINK_COLLIDE_DEFAULT = "none"
@@ -123,13 +124,19 @@ def _rotate_z(angle):
     return quat_from_axis_angle((0.0, 0.0, 1.0), angle)
 
 
-def _counts(builder):
-    """(particles, bodies, pressure channels) in ``builder`` so far."""
-    return builder.particle_count, builder.body_count, builder.pressure_channel_count
+def _begin(builder, config, resolution, heading):
+    """What the snake and the stand builders start from: the ``ResolutionConfig``, its link mesh,
+    the builder's (particle, body, channel) counts so far, and the heading as a quaternion and as a
+    rotation matrix."""
+    resolution = config.resolution(resolution)
+    heading_rotation = _rotate_z(heading)
+    starts = (builder.particle_count, builder.body_count, builder.pressure_channel_count)
+    return (resolution, build_link_mesh(config.link, resolution), starts, heading_rotation,
+            quat_to_matrix(heading_rotation))
 
 
 def _ranges(builder, starts):
-    """``SnakeHandle`` ranges of everything added to ``builder`` since ``_counts`` gave ``starts``."""
+    """``SnakeHandle`` ranges of everything added to ``builder`` since ``_begin`` counted ``starts``."""
     particle_start, body_start, channel_start = starts
     return {"particle_range": slice(particle_start, builder.particle_count),
             "body_range": slice(body_start, builder.body_count),
@@ -243,12 +250,7 @@ def add_snake(builder, config, resolution=None, *, position=(0.0, 0.0, 0.0), hea
         raise ConfigError(f"snake position must be 3 finite numbers [m], got {position.tolist()}")
     if not math.isfinite(heading):
         raise ConfigError(f"snake heading must be finite [rad], got {heading}")
-    resolution = config.resolution(resolution)
-    mesh = build_link_mesh(config.link, resolution)
-    starts = _counts(builder)
-
-    heading_rotation = _rotate_z(heading)
-    R = quat_to_matrix(heading_rotation)
+    resolution, mesh, starts, heading_rotation, R = _begin(builder, config, resolution, heading)
     height = module_height(config)
     pitch = config.cap.length + config.link.length
     front_x = 0.5 * snake_length(config) - 0.5 * config.cap.length
@@ -273,6 +275,22 @@ def add_snake(builder, config, resolution=None, *, position=(0.0, 0.0, 0.0), hea
 
     return SnakeHandle(config=config, links=tuple(links), module_bodies=tuple(modules),
                        wheel_bodies=np.asarray(wheels, dtype=np.int64), **_ranges(builder, starts))
+
+
+def chamber_pressures(model, link_channels, differential):
+    """The pressure of every channel of ``model`` [Pa] (float32, for ``Control.pressure``) that
+    drives the active chamber of every link with its differential pressure and leaves the other
+    chamber at 0 (``softsnake.robots.actuation.chamber_targets``).
+
+    model: the finalized Model, one snake or stand per world
+    link_channels: (links, 2) channels of (chamber 0, chamber 1) of each link within one world
+        (``SnakeHandle.link_channels``)
+    differential: (worlds, links) signed differential pressure [Pa], > 0 drives chamber 1
+    """
+    channels = model.pressure_channel_world_start[:-1, None, None] + np.asarray(link_channels)[None]
+    pressure = np.zeros(max(model.pressure_channel_count, 1), dtype=np.float32)
+    pressure[channels.ravel()] = chamber_targets(differential).ravel()
+    return pressure
 
 
 def table_counts(builder):
@@ -337,11 +355,7 @@ def add_link_stand(builder, config, resolution=None, *, position=(0.0, 0.0, 0.0)
     """
     if fixed not in ("rear", "front"):
         raise ConfigError(f"fixed cap must be 'rear' or 'front', got {fixed!r}")
-    resolution = config.resolution(resolution)
-    mesh = build_link_mesh(config.link, resolution)
-    starts = _counts(builder)
-    heading_rotation = _rotate_z(heading)
-    R = quat_to_matrix(heading_rotation)
+    resolution, mesh, starts, heading_rotation, R = _begin(builder, config, resolution, heading)
     position = np.asarray(position, dtype=np.float64)
     cap = config.cap
     half = np.array([cap.length, cap.width, cap.height]) * 0.5

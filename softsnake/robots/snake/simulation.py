@@ -25,10 +25,10 @@ from softsnake.errors import ConfigError, SimulationError
 from softsnake.solver import Solver
 from softsnake.validation import positive_integer, positive_number
 
-from ..actuation import SUPPLY_PRESSURE_DEFAULT, PressureLatency, chamber_targets
+from ..actuation import SUPPLY_PRESSURE_DEFAULT, PressureLatency
 from .config import load_snake_config
 from .gait import GAIT_FIELDS, GaitParams, gait_command
-from .robot import add_snake, link_curvature, snake_length
+from .robot import add_snake, chamber_pressures, link_curvature, snake_length
 from .trajectories import SnakeTrajectories
 
 DT_DEFAULT = 1.0 / 120.0
@@ -129,14 +129,11 @@ class SnakeSimulation:
         m = self.model
         self._particles_per_snake = world.particle_count
         self._bodies_per_snake = world.body_count
-        channel_starts = m.pressure_channel_world_start[:-1]
-        self._channel_index = channel_starts[:, None, None] + self.snake.link_channels[None]
         particle_mass = m.particle_mass_numpy().reshape(self.snake_count, -1)
         body_mass = m.body_mass_numpy.reshape(self.snake_count, -1)
         self._particle_mass = particle_mass
         self._body_mass = body_mass
         self._total_mass = particle_mass.sum(axis=1) + body_mass.sum(axis=1)
-        self._pressure = np.zeros(max(m.pressure_channel_count, 1), dtype=np.float32)
 
     # ------------------------------------------------------------------ per-frame observations
     def _positions(self):
@@ -165,8 +162,7 @@ class SnakeSimulation:
 
     def _apply_pressure(self, differential):
         """Drive the active chamber of every link with the differential pressure [Pa]."""
-        self._pressure[self._channel_index.ravel()] = chamber_targets(differential).ravel()
-        self.control.pressure.assign(self._pressure)
+        self.control.pressure.assign(chamber_pressures(self.model, self.snake.link_channels, differential))
 
     # ------------------------------------------------------------------ USD
     def _usd_scene(self, recorder, particles):
