@@ -19,9 +19,9 @@ from softsnake.errors import ConfigError, ModelError
 from softsnake.robots.vine.reference import load_jitosho_rollout, reference_folder, rollout_tip
 from softsnake.robots.vine.robot import add_obstacles, add_vine, vine_world, wrinkling_moment_curve
 from softsnake.robots.vine.scene import (ObstacleCircle, ObstacleRectangle, ObstacleWall, VineParams, load_scene,
-                                  obstacle_signed_distance)
+                                         obstacle_signed_distance)
 from softsnake.robots.vine.simulation import (SOLVER_DEFAULTS, VineBatch, VineSpec, rollout,
-                                       specs_from_scene, steering_pressure)
+                                              specs_from_scene, steering_pressure)
 
 wp.config.quiet = True
 G = 9.81

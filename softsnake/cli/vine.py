@@ -28,7 +28,7 @@ from softsnake.robots.vine.usd_scene import VineUsdScene
 from softsnake.robots.vine.workers import VineBatchWorkers
 from softsnake.usd_writer import UsdRecorder
 
-from .common import check_at_least, make_output_folder, safe_file_stem
+from .common import check_at_least, check_positive, make_output_folder, safe_file_stem
 
 
 def add_arguments(parser):
@@ -50,8 +50,8 @@ def _check_options(args):
         raise UsageError(f"--workers must be 0 (one per CPU core) or a positive number, got {args.workers}")
     if args.workers != 1 and str(args.device) != "cpu":
         raise UsageError(f"--workers splits a batch over CPU processes; with --device {args.device} use --workers 1")
-    if args.seconds is not None and not (math.isfinite(args.seconds) and args.seconds > 0.0):
-        raise UsageError(f"--seconds must be a positive number of seconds, got {args.seconds}")
+    if args.seconds is not None:
+        check_positive("--seconds", args.seconds)
     if not (math.isfinite(args.spread_heading) and args.spread_heading >= 0.0):
         raise UsageError(f"--spread-heading must be a non-negative angle [rad], got {args.spread_heading}")
 

@@ -27,6 +27,7 @@ from softsnake.errors import ConfigError
 from softsnake.output_files import write_csv
 from softsnake.solver import Solver
 from softsnake.units import pa_to_psi
+from softsnake.validation import positive_number
 
 from .config import load_snake_config
 from .robot import add_link_stand, chamber_pressures, link_curvature
@@ -91,9 +92,8 @@ def simulate_curvature(pressures, *, cap_torques=None, config=None, resolution="
     torques = np.zeros_like(pressures) if cap_torques is None else np.asarray(cap_torques, dtype=np.float64)
     if torques.shape != pressures.shape or not np.all(np.isfinite(torques)):
         raise ConfigError("cap_torques must hold one finite torque [N m] per pressure")
-    for name, value in (("seconds", seconds), ("dt", dt)):
-        if not (math.isfinite(value) and value > 0.0):
-            raise ConfigError(f"{name} must be positive, got {value}")
+    positive_number("seconds", seconds, unit="s")
+    positive_number("dt", dt, unit="s")
     config = load_snake_config(resolution=resolution) if config is None else config
     config = dataclasses.replace(config, damping_time=damping_time)
 
