@@ -356,7 +356,7 @@ class UsdRecorder:
         bad = ~np.all(np.isfinite(array), axis=1)
         if np.any(bad):
             raise ConfigError(f"{path} {what} have {int(bad.sum())} non-finite points "
-                                   f"(first at index {int(np.argmax(bad))})")
+                              f"(first at index {int(np.argmax(bad))})")
         return (array * self._units_per_meter).astype(np.float32)
 
     def _time_code(self, frame, time):

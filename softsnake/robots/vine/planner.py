@@ -230,7 +230,7 @@ def candidate_sequences(obstacles, *, sequence_length_max=None):
     count = sum(math.perm(len(circles), k) for k in range(longest + 1))
     if count > SEQUENCE_COUNT_MAX:
         raise ConfigError(f"{len(circles)} circle obstacles give {count} sequences (more than "
-                           f"{SEQUENCE_COUNT_MAX}); limit them with sequence_length_max")
+                          f"{SEQUENCE_COUNT_MAX}); limit them with sequence_length_max")
     return [sequence for k in range(longest + 1) for sequence in itertools.permutations(circles, k)]
 
 

@@ -26,7 +26,6 @@ import numpy as np
 from softsnake.builder import ModelBuilder
 from softsnake.errors import ModelError
 from softsnake.spatial import quat_from_axis_angle
-from softsnake.validation import positive_number
 
 from . import stiffness as stiffness_models
 from .scene import ObstacleCircle, ObstacleRectangle, ObstacleWall
@@ -135,7 +134,7 @@ def _check_poses(poses, vine, tolerance):
     proximal, distal = poses[:, :2] - d * direction, poses[:, :2] + d * direction
     if np.linalg.norm(proximal[0]) > tolerance:
         raise ModelError(f"initial poses: the base body does not start at the origin (off by "
-                             f"{np.linalg.norm(proximal[0]):.3g} m)")
+                         f"{np.linalg.norm(proximal[0]):.3g} m)")
     pin_error = np.linalg.norm(distal[1:-1:2] - proximal[2::2], axis=1)
     if len(pin_error) and pin_error.max() > tolerance:
         raise ModelError(f"initial poses: link {int(np.argmax(pin_error)) + 1} is off its pin by {pin_error.max():.3g} m")
@@ -173,8 +172,8 @@ def add_vine(builder, vine, *, heading=None, initial_poses=None, initial_velocit
         raise ModelError(f"vine heading must be finite, got {heading}")
     if vine.stiffness_model == "linear" and vine.stiffness <= 0.0:
         raise ModelError("vine.stiffness must be positive for the linear stiffness model")
-    if stall_force is not None:
-        positive_number("growth stall force", stall_force, unit="N")
+    if stall_force is not None and not (math.isfinite(stall_force) and stall_force > 0.0):
+        raise ModelError(f"growth stall force must be positive [N], got {stall_force}")
     d, links = vine.body_half_length, vine.link_count
     if initial_poses is None:
         poses = straight_poses(vine, heading)
@@ -184,7 +183,7 @@ def add_vine(builder, vine, *, heading=None, initial_poses=None, initial_velocit
     velocities = np.zeros_like(poses) if initial_velocities is None else np.asarray(initial_velocities, dtype=float)
     if velocities.shape != poses.shape or not np.all(np.isfinite(velocities)):
         raise ModelError(f"initial velocities must be {len(poses)} finite rows (vx, vy, omega), "
-                             f"got shape {velocities.shape}")
+                         f"got shape {velocities.shape}")
     mobility = 0.0 if stall_force is None else vine.growth_rate / links / stall_force
     inertia = np.eye(3) * vine.body_inertia
     spring_options = pin_spring_options(vine)
