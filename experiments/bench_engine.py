@@ -29,13 +29,9 @@ from pathlib import Path
 import numpy as np
 import warp as wp
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
-# Lets the script run from a plain checkout, without installing the package.
-sys.path.insert(0, str(REPO_ROOT))
-
-import softsnake  # noqa: E402
-from softsnake.meshing import box_tet_mesh  # noqa: E402
-from softsnake.output_files import write_csv  # noqa: E402
+import softsnake
+from softsnake.meshing import box_tet_mesh
+from softsnake.output_files import write_csv
 
 BLOCK_SIDE = 0.2
 """Edge of the cubic block [m]."""

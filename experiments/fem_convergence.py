@@ -23,32 +23,22 @@ Writes fem_cantilever_convergence.csv, fem_bar_stretch.csv and fem_convergence.p
 Usage: python experiments/fem_convergence.py [--out DIR] [--stepped-max N] [--direct-max N] [--device cpu]
 """
 
-import argparse
 import math
 import sys
 import time
-from pathlib import Path
 
-import matplotlib
+import numpy as np
+import scipy.sparse as sparse
+import scipy.sparse.linalg as sparse_linalg
+import warp as wp
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402  (the backend must be chosen first)
-import numpy as np  # noqa: E402
-import scipy.sparse as sparse  # noqa: E402
-import scipy.sparse.linalg as sparse_linalg  # noqa: E402
-import warp as wp  # noqa: E402
-
-REPO_ROOT = Path(__file__).resolve().parents[1]
-# Lets the script run from a plain checkout, without installing the package.
-sys.path.insert(0, str(REPO_ROOT))
-
-import softsnake  # noqa: E402
-from softsnake.constraints import tetrahedron  # noqa: E402
-from softsnake.kinetic_damping import settle_with_kinetic_damping  # noqa: E402
-from softsnake.meshing import boundary_faces, box_tet_mesh, traction_nodal_forces  # noqa: E402
-from softsnake.output_files import save_png, write_csv  # noqa: E402
-
-RESULTS_DIR = Path(__file__).resolve().parent / "results"
+import softsnake
+from softsnake.cli.common import experiment_parser, make_output_folder
+from softsnake.constraints import tetrahedron
+from softsnake.kinetic_damping import settle_with_kinetic_damping
+from softsnake.meshing import boundary_faces, box_tet_mesh, traction_nodal_forces
+from softsnake.output_files import write_csv
+from softsnake.plotting import new_figure, save, styled
 
 BEAM_LENGTH, BEAM_WIDTH, BEAM_HEIGHT = 1.0, 0.025, 0.1
 BEAM_YOUNGS, BEAM_POISSON, BEAM_DENSITY, GRAVITY = 1.0e9, 0.3, 1000.0, 9.81
@@ -140,9 +130,10 @@ def bar(cells, poisson, device):
             "wall": time.perf_counter() - start}
 
 
+@styled
 def write_png(path, beam_rows, eb, bar_rows, expected_stretch):
     """Two panels: cantilever |error| against the cells through the depth, bar error against the mesh."""
-    figure, (left, right) = plt.subplots(1, 2, figsize=(11, 4.2))
+    figure, (left, right) = new_figure(11, 4.2, 1, 2)
     depth = np.array([r["cells"][2] for r in beam_rows])
     left.loglog(depth, [abs(r["direct"] / eb - 1) for r in beam_rows], "o-", label="direct static solve of the mesh")
     stepped = [r for r in beam_rows if "stepped" in r]
@@ -154,7 +145,7 @@ def write_png(path, beam_rows, eb, bar_rows, expected_stretch):
     left.set_xlabel("cells through the depth n (mesh 10n x 1 x n)")
     left.set_ylabel("|tip deflection / Euler-Bernoulli - 1|")
     left.set_title("Cantilever under gravity (L/h = 10)")
-    left.legend(fontsize=8)
+    left.legend()
     for poisson, marker in zip(BAR_POISSON, ("o", "s")):
         rows = [r for r in bar_rows if r["poisson"] == poisson]
         label = [f"{c[0]}x{c[1]}x{c[2]}" for c in (r["cells"] for r in rows)]
@@ -166,15 +157,12 @@ def write_png(path, beam_rows, eb, bar_rows, expected_stretch):
     right.set_xlabel("mesh (cells)")
     right.set_ylabel("elongation / (F L / (Y A)) - 1 [%]")
     right.set_title("Bar pulled by 50 N")
-    right.legend(fontsize=8)
-    figure.tight_layout()
-    save_png(figure, path)
-    plt.close(figure)
+    right.legend()
+    save(figure, path)
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--out", type=Path, default=RESULTS_DIR, help="output folder (default experiments/results)")
+    parser = experiment_parser(__doc__, __file__)
     parser.add_argument("--stepped-max", type=int, default=6,
                         help="largest cells-through-the-depth count also stepped with the engine (default 6)")
     parser.add_argument("--direct-max", type=int, default=12,
@@ -183,8 +171,7 @@ def main(argv=None):
     args = parser.parse_args(argv)
     if args.stepped_max < 0 or args.direct_max < 2:
         parser.error("--stepped-max must be >= 0 and --direct-max >= 2")
-    wp.config.quiet = True
-    args.out.mkdir(parents=True, exist_ok=True)
+    out = make_output_folder(args.out)
 
     inertia = BEAM_WIDTH * BEAM_HEIGHT**3 / 12.0
     load = BEAM_DENSITY * GRAVITY * BEAM_WIDTH * BEAM_HEIGHT
@@ -221,7 +208,7 @@ def main(argv=None):
     def optional(r, key, fmt):
         return format(r[key], fmt) if key in r else ""
 
-    write_csv(args.out / "fem_cantilever_convergence.csv",
+    write_csv(out / "fem_cantilever_convergence.csv",
               ["cells_x", "cells_y", "cells_z", "tets", "euler_bernoulli_m", "timoshenko_m", "direct_m", "direct_error",
                "stepped_m", "stepped_error", "dt_s", "steps", "linear_iterations", "stepped_wall_s"],
               [[*r["cells"], r["tets"], f"{eb:.9e}", f"{eb + shear:.9e}", f"{r['direct']:.9e}",
@@ -229,15 +216,15 @@ def main(argv=None):
                 f"{r['stepped'] / eb - 1:.6f}" if "stepped" in r else "", optional(r, "dt", ".6e"),
                 optional(r, "steps", "d"), BEAM_LINEAR_ITERATIONS if "stepped" in r else "",
                 optional(r, "wall", ".2f")] for r in beam_rows])
-    write_csv(args.out / "fem_bar_stretch.csv",
+    write_csv(out / "fem_bar_stretch.csv",
               ["poisson", "cells_x", "cells_y", "cells_z", "tets", "expected_m", "direct_m", "direct_error", "stepped_m",
                "stepped_error", "dt_s", "steps", "stepped_wall_s"],
               [[r["poisson"], *r["cells"], r["tets"], f"{expected_stretch:.9e}", f"{r['direct']:.9e}",
                 f"{r['direct'] / expected_stretch - 1:.6f}", f"{r['stepped']:.9e}",
                 f"{r['stepped'] / expected_stretch - 1:.6f}", BAR_DT, BAR_STEPS, f"{r['wall']:.2f}"] for r in bar_rows])
-    write_png(args.out / "fem_convergence.png", beam_rows, eb, bar_rows, expected_stretch)
-    print(f"wrote {args.out / 'fem_cantilever_convergence.csv'}, {args.out / 'fem_bar_stretch.csv'}, "
-          f"{args.out / 'fem_convergence.png'}")
+    write_png(out / "fem_convergence.png", beam_rows, eb, bar_rows, expected_stretch)
+    print(f"wrote {out / 'fem_cantilever_convergence.csv'}, {out / 'fem_bar_stretch.csv'}, "
+          f"{out / 'fem_convergence.png'}")
     return 0
 
 

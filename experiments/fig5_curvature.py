@@ -9,15 +9,11 @@ may be added.
 """
 
 import sys
-from pathlib import Path
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
-# Lets the script run from a plain checkout, without installing the package.
-sys.path.insert(0, str(REPO_ROOT))
+from softsnake import cli
+from softsnake.cli.common import results_folder
 
-from softsnake import cli  # noqa: E402
-
-RESULTS_DIR = Path(__file__).resolve().parent / "results"
+RESULTS_DIR = results_folder(__file__)
 
 if __name__ == "__main__":
     # Later options on the command line override these defaults (argparse keeps the last value).

@@ -12,31 +12,27 @@ fig7_travel.csv (forward and lateral travel, also in body lengths). Extra option
 
 import math
 import sys
-from pathlib import Path
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
-# Lets the script run from a plain checkout, without installing the package.
-sys.path.insert(0, str(REPO_ROOT))
+from softsnake import cli
+from softsnake.cli.common import results_folder
+from softsnake.output_files import write_dict_csv
+from softsnake.plotting import new_figure, save, styled
+from softsnake.robots.snake.config import load_snake_config
+from softsnake.robots.snake.plots import top_view
+from softsnake.robots.snake.robot import snake_length
+from softsnake.robots.snake.trajectories import CSV_NAME, read_trajectories_csv
 
-from matplotlib.figure import Figure  # noqa: E402
-
-from softsnake import cli  # noqa: E402
-from softsnake.output_files import save_png, write_dict_csv  # noqa: E402
-from softsnake.snake.cmd_gait import CSV_NAME, read_trajectories_csv  # noqa: E402
-from softsnake.snake.config import load_snake_config  # noqa: E402
-from softsnake.snake.robot import snake_length  # noqa: E402
-
-RESULTS_DIR = Path(__file__).resolve().parent / "results"
+RESULTS_DIR = results_folder(__file__)
 SECONDS = 10.0
 PHASE_SHIFTS = (math.pi / 2.0,)
 RUNS = {"fig7_latency": "--latency", "fig7_no_latency": "--no-latency"}
 
 
+@styled
 def main(extra):
     body_length = snake_length(load_snake_config())
     rows = []
-    figure = Figure(figsize=(6.4, 5.0), layout="constrained")
-    ax = figure.subplots()
+    figure, ax = new_figure(6.4, 5.0)
     for (name, latency), color in zip(RUNS.items(), ("C3", "C2")):
         out = RESULTS_DIR / name
         status = cli.main(["gait", "--snakes", str(len(PHASE_SHIFTS)), "--seconds", str(SECONDS), latency, "--no-usd",
@@ -52,14 +48,10 @@ def main(extra):
             rows.append({"run": name, "phase_shift_rad": alpha, "seconds": time[-1], "forward_m": forward,
                          "lateral_m": lateral, "forward_body_lengths": forward / body_length,
                          "lateral_over_forward": abs(lateral) / abs(forward) if forward else math.nan})
-    ax.plot(0.0, 0.0, "k+", markersize=10, label="start (head toward +x)")
-    ax.set_aspect("equal", adjustable="datalim")
-    ax.set_xlabel("x from start [m]")
-    ax.set_ylabel("y from start [m]")
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=7)
-    ax.set_title(f"Centre of mass, paper gait (f 2 Hz, phi 0, A 8 psi), {SECONDS:g} s", fontsize=10)
-    save_png(figure, RESULTS_DIR / "fig7_trajectory.png")
+    top_view(ax)
+    ax.legend()
+    ax.set_title(f"Centre of mass, paper gait (f 2 Hz, phi 0, A 8 psi), {SECONDS:g} s")
+    save(figure, RESULTS_DIR / "fig7_trajectory.png")
     if rows:
         write_dict_csv(RESULTS_DIR / "fig7_travel.csv", rows)
     for row in rows:

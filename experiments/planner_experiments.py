@@ -16,26 +16,22 @@ Writes into --out (default experiments/results):
 Usage: python experiments/planner_experiments.py [--out DIR]
 """
 
-import argparse
 import math
 import sys
 from dataclasses import replace
-from pathlib import Path
 
-import matplotlib
+import numpy as np
+from matplotlib.colors import ListedColormap
+from matplotlib.patches import Patch
+from scipy.integrate import quad
+from scipy.optimize import brentq
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402  (the backend must be chosen first)
-import numpy as np  # noqa: E402
-from matplotlib.colors import ListedColormap  # noqa: E402
-from matplotlib.patches import Patch  # noqa: E402
-from scipy.integrate import quad  # noqa: E402
-from scipy.optimize import brentq  # noqa: E402
-
-from softsnake.output_files import save_png, write_csv  # noqa: E402
-from softsnake.vine.cmd_plan import write_plans_png  # noqa: E402
-from softsnake.vine.planner import plan_paths, reach_mask, workspace_levels  # noqa: E402
-from softsnake.vine.scene import load_scene  # noqa: E402
+from softsnake.cli.common import experiment_output_folder
+from softsnake.output_files import write_csv
+from softsnake.plotting import new_figure, save, styled
+from softsnake.robots.vine.planner import plan_paths, reach_mask, workspace_levels
+from softsnake.robots.vine.plots import plot_plans
+from softsnake.robots.vine.scene import load_scene
 
 RASTER_SPACING = 0.005
 """Workspace raster cell size [m]."""
@@ -64,7 +60,7 @@ def navigation(out):
     scene = load_scene("planner_navigation")
     result = plan_paths(scene.plan, scene.obstacles, base_heading=scene.vine.heading)
     write_csv(out / "planner_navigation_plans.csv", PLAN_HEADER, plan_rows(result))
-    write_plans_png(scene, result, out / "planner_navigation_plans.png")
+    plot_plans(scene, result, out / "planner_navigation_plans.png")
     for row in plan_rows(result):
         print("navigation", *row, sep=" , ")
     # EI and m_c enter the plans only through m_c / EI: the bending rotation 3 d / (2 a) holds
@@ -107,7 +103,7 @@ def free_workspace_area(problem):
 def workspace(out):
     scene = load_scene("planner_workspace")
     result = plan_paths(scene.plan, scene.obstacles, base_heading=scene.vine.heading)
-    write_plans_png(scene, result, out / "planner_workspace_plans.png")
+    plot_plans(scene, result, out / "planner_workspace_plans.png")
     write_csv(out / "planner_workspace_plans.csv", PLAN_HEADER, plan_rows(result))
     reach = scene.plan.length_range[1] + 0.1
     axis = np.arange(-reach, reach, RASTER_SPACING) + RASTER_SPACING / 2
@@ -124,18 +120,23 @@ def workspace(out):
     write_csv(out / "planner_workspace_areas.csv", ["set", "area_m2"], rows)
     for row in rows:
         print("workspace", *row, sep=" , ")
+    plot_workspace(out / "planner_workspace.png", scene, axis, levels, cell)
 
-    figure, (left, right) = plt.subplots(1, 2, figsize=(9.0, 4.4))
+
+@styled
+def plot_workspace(path, scene, axis, levels, cell):
+    """W^1 (left) and W^2, W^3 (right) of the raster ``axis`` x ``axis`` of cells of area ``cell`` [m^2]."""
+    figure, (left, right) = new_figure(9.0, 4.4, 1, 2)
     extent = (axis[0], axis[-1], axis[0], axis[-1])
     left.imshow(levels[0], origin="lower", extent=extent, cmap=ListedColormap(["white", "#9ecae1"]))
-    left.set_title(f"(a) W^1: one orientation, {levels[0].sum() * cell:.2f} m^2", fontsize=9)
+    left.set_title(f"(a) W^1: one orientation, {levels[0].sum() * cell:.2f} m^2")
     count = np.sum(levels[1:], axis=0)  # 1 in W^2 only, 2 in W^3
     right.imshow(np.where(levels[0], 1 + count, 0), origin="lower", extent=extent,
                  cmap=ListedColormap(["white", "#deebf7", "#6baed6", "#08519c"]), vmin=0, vmax=3)
-    right.set_title("(b) with one-obstacle interactions", fontsize=9)
+    right.set_title("(b) with one-obstacle interactions")
     right.legend(handles=[Patch(color=colour, label=label) for colour, label in [
         ("#deebf7", "W^1 only"), ("#6baed6", f"W^2: 2 orientations, {levels[1].sum() * cell:.2f} m^2"),
-        ("#08519c", f"W^3: 3 orientations, {levels[2].sum() * cell:.2f} m^2")]], fontsize=7, loc="lower left")
+        ("#08519c", f"W^3: 3 orientations, {levels[2].sum() * cell:.2f} m^2")]], loc="lower left")
     for axes in (left, right):
         for obstacle in scene.obstacles:
             axes.plot(*obstacle.center, "o", color="tab:red", markersize=5)
@@ -143,20 +144,14 @@ def workspace(out):
         axes.set_xlabel("x [m]")
         axes.set_ylabel("y [m]")
         axes.set_aspect("equal")
+        axes.grid(False)
     figure.suptitle("Fig. 4 scene: l in [0, 2] m, kappa in [-2, 2] 1/m, obstacles at (0.4, 0.1) and "
-                    "(0.85, -0.2) m", fontsize=9)
-    figure.tight_layout()
-    save_png(figure, out / "planner_workspace.png", dpi=80)
-    plt.close(figure)
+                    "(0.85, -0.2) m")
+    save(figure, path, dpi=80)
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", default=str(Path(__file__).resolve().parent / "results"),
-                        help="results folder (default: experiments/results)")
-    args = parser.parse_args(argv)
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
+    out = experiment_output_folder(__doc__, __file__, argv)
     navigation(out)
     workspace(out)
     return 0

@@ -9,20 +9,17 @@ travel, mean path length and path curvature = turn / length) and turning_sweep.p
 
 import math
 import sys
-from pathlib import Path
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
-# Lets the script run from a plain checkout, without installing the package.
-sys.path.insert(0, str(REPO_ROOT))
+import numpy as np
 
-import numpy as np  # noqa: E402
-from matplotlib.figure import Figure  # noqa: E402
+from softsnake import cli
+from softsnake.cli.common import results_folder
+from softsnake.output_files import write_dict_csv
+from softsnake.plotting import new_figure, save, styled
+from softsnake.robots.snake.plots import top_view
+from softsnake.robots.snake.trajectories import CSV_NAME, read_trajectories_csv
 
-from softsnake import cli  # noqa: E402
-from softsnake.output_files import save_png, write_dict_csv  # noqa: E402
-from softsnake.snake.cmd_gait import CSV_NAME, read_trajectories_csv  # noqa: E402
-
-RESULTS_DIR = Path(__file__).resolve().parent / "results"
+RESULTS_DIR = results_folder(__file__)
 SNAKES = 5
 OFFSETS = (-0.5, 0.5)
 SECONDS = 10.0
@@ -46,6 +43,7 @@ def path_length(time, xy, period):
     return float(np.linalg.norm(np.diff(samples, axis=0), axis=1).sum())
 
 
+@styled
 def main(extra):
     out = RESULTS_DIR / "turning"
     status = cli.main(["gait", "--snakes", str(SNAKES), "--seconds", str(SECONDS), "--no-usd",
@@ -65,25 +63,20 @@ def main(extra):
         length = path_length(time, xy, GAIT_PERIOD)
         rows.append({"offset": offset, "forward_m": xy[-1, 0], "lateral_m": xy[-1, 1], "turn_rad": turn,
                      "path_length_m": length, "path_curvature_1_per_m": turn / length if length > 0.0 else math.nan})
-    figure = Figure(figsize=(9, 4), layout="constrained")
-    paths, summary = figure.subplots(1, 2)
+    figure, (paths, summary) = new_figure(9, 4, 1, 2)
     for s, row in enumerate(rows):
         xy = com[:, s, :2] - com[0, s, :2]
         paths.plot(xy[:, 0], xy[:, 1], color=f"C{s % 10}", label=f"phi = {row['offset']:+.2f}")
-    paths.set_aspect("equal", adjustable="datalim")
-    paths.set_xlabel("x from start [m]")
-    paths.set_ylabel("y from start [m]")
-    paths.grid(alpha=0.3)
-    paths.legend(fontsize=7)
+    top_view(paths, mark_start=False)
+    paths.legend()
     summary.plot(offsets, [r["lateral_m"] for r in rows], "o-", label="lateral travel [m]")
     summary.plot(offsets, [r["turn_rad"] for r in rows], "s--", label="turn of travel direction [rad]")
     summary.plot(offsets, [r["path_curvature_1_per_m"] for r in rows], "^:", label="path curvature [1/m]")
     summary.axhline(0.0, color="0.4", linewidth=0.8)
     summary.set_xlabel("offset phi [-]")
-    summary.grid(alpha=0.3)
-    summary.legend(fontsize=8)
-    figure.suptitle(f"Turning with the gait offset, {SECONDS:g} s, paper gait otherwise", fontsize=10)
-    save_png(figure, RESULTS_DIR / "turning_sweep.png")
+    summary.legend()
+    figure.suptitle(f"Turning with the gait offset, {SECONDS:g} s, paper gait otherwise")
+    save(figure, RESULTS_DIR / "turning_sweep.png")
     write_dict_csv(RESULTS_DIR / "turning_sweep.csv", rows)
     for row in rows:
         print(f"phi {row['offset']:+.2f}: forward {row['forward_m']:+.3f} m, lateral {row['lateral_m']:+.3f} m, "

@@ -1,6 +1,6 @@
 """Execute the seed 004 planner's best plan for assets/vine/planner_navigation.toml on the dynamic vine.
 
-The planner (softsnake/vine/planner.py) returns its best feasible plan, O2: a passive section that
+The planner (softsnake/robots/vine/planner.py) returns its best feasible plan, O2: a passive section that
 leans on obstacle O2, bent by the contact as a point-loaded cantilever (seed 004 eqs. 3-4), and an
 actuated constant-curvature tip section from O2 to the target. Here a vine with the robot of seed
 004 (tube diameter 0.064 m, EI = 0.1 N m^2 as a pin stiffness K = EI / link length) grows through
@@ -29,22 +29,16 @@ Usage: python experiments/vine_plan_execution.py [--out DIR]
 
 import math
 import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import numpy as np
 
-import matplotlib  # noqa: E402
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402  (the backend must be chosen first)
-import numpy as np  # noqa: E402
-
-from softsnake.output_files import save_png, write_dict_csv  # noqa: E402
-from softsnake.vine.cmd_plan import _draw_obstacles  # noqa: E402
-from softsnake.vine.planner import plan_paths  # noqa: E402
-from softsnake.vine.scene import VineParams, load_scene  # noqa: E402
-from softsnake.vine.simulation import VineBatch, VineSpec, rollout, steering_pressure  # noqa: E402
-from output_folder import output_folder  # noqa: E402
+from softsnake.cli.common import experiment_output_folder
+from softsnake.output_files import write_dict_csv
+from softsnake.plotting import new_figure, save, styled
+from softsnake.robots.vine.planner import plan_paths
+from softsnake.robots.vine.plots import draw_obstacles
+from softsnake.robots.vine.scene import VineParams, load_scene
+from softsnake.robots.vine.simulation import VineBatch, VineSpec, pin_points, rollout, steering_pressure
 
 LINK_COUNT = 48
 """Links of the vine: about 39 mm each at the planned length, so that the 32 mm contact spheres
@@ -123,16 +117,8 @@ def execute(scene, plan, placed):
             "half_length": batch.half_length[0]}
 
 
-def backbone(poses, half_length):
-    first = poses[..., 0::2, :]
-    ends = first[..., :2] - half_length * np.stack([np.cos(first[..., 2]), np.sin(first[..., 2])], axis=-1)
-    last = poses[..., -1, :]
-    tip = last[..., :2] + half_length * np.stack([np.cos(last[..., 2]), np.sin(last[..., 2])], axis=-1)
-    return np.concatenate([ends, tip[..., None, :]], axis=-2)
-
-
 def main(argv=None):
-    out = output_folder(__doc__, argv)
+    out = experiment_output_folder(__doc__, __file__, argv)
     scene = load_scene("planner_navigation")
     result = plan_paths(scene.plan, scene.obstacles, base_heading=scene.vine.heading)
     plan = result.best
@@ -154,29 +140,31 @@ def main(argv=None):
               f"diameters), heading error {heading_error:.4f} rad")
     write_dict_csv(out / "vine_plan_execution.csv",
                    [{k: f"{v:.6g}" if isinstance(v, float) else v for k, v in row.items()} for row in rows])
+    plot_executions(out / "vine_plan_execution.png", scene, plan, runs, rows)
+    return 0
 
-    figure, axes_row = plt.subplots(1, len(runs), figsize=(6.0 * len(runs), 4.2))
+
+@styled
+def plot_executions(path, scene, plan, runs, rows):
+    """One panel per execution: the planned shape, the vine's shapes while growing and its final shape."""
+    figure, axes_row = new_figure(6.0 * len(runs), 4.2, 1, len(runs))
     for axes, run, row in zip(axes_row, runs, rows):
-        _draw_obstacles(axes, scene.obstacles)
+        draw_obstacles(axes, scene.obstacles)
         points = plan.points()
         axes.plot(points[:, 0], points[:, 1], "k--", linewidth=1.5, label=f"plan {plan.label}")
         for k in np.linspace(0, len(run["poses"]) - 1, 6).astype(int)[1:-1]:
-            shape = backbone(run["poses"][k], run["half_length"])
+            shape = pin_points(run["poses"][k], run["half_length"])
             axes.plot(shape[:, 0], shape[:, 1], color="tab:orange", alpha=0.35, linewidth=1.0)
-        shape = backbone(run["poses"][-1], run["half_length"])
+        shape = pin_points(run["poses"][-1], run["half_length"])
         axes.plot(shape[:, 0], shape[:, 1], color="tab:orange", linewidth=2.5, label="dynamic vine (final)")
         axes.plot(*scene.plan.target, "g*", markersize=12, label="target")
         axes.set_aspect("equal")
         axes.set_xlim(-0.1, 2.0)
         axes.set_ylim(-1.0, 0.5)
-        axes.grid(alpha=0.3)
         axes.set_title(f"{run['name']} execution: tip error {row['tip_error_m']:.3f} m, heading error "
-                       f"{row['heading_error_rad']:.3f} rad", fontsize=9)
-        axes.legend(fontsize=7, loc="upper right")
-    figure.tight_layout()
-    save_png(figure, out / "vine_plan_execution.png")
-    plt.close(figure)
-    return 0
+                       f"{row['heading_error_rad']:.3f} rad")
+        axes.legend(loc="upper right")
+    save(figure, path)
 
 
 if __name__ == "__main__":

@@ -23,24 +23,19 @@ Usage: python experiments/vine_reference.py [--out DIR]
 import sys
 import time
 from dataclasses import replace
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import numpy as np
+import warp as wp
+from scipy.optimize import minimize
 
-import matplotlib  # noqa: E402
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402  (the backend must be chosen first)
-import numpy as np  # noqa: E402
-import warp as wp  # noqa: E402
-from scipy.optimize import minimize  # noqa: E402
-
-from softsnake.output_files import save_png, write_csv, write_dict_csv  # noqa: E402
-from softsnake.vine.cmd_plan import _draw_obstacles  # noqa: E402
-from softsnake.vine.reference import load_jitosho_rollout, load_wall_fit, rollout_length, rollout_tip  # noqa: E402
-from softsnake.vine.scene import load_scene  # noqa: E402
-from softsnake.vine.simulation import VineBatch, VineSpec, rollout, specs_from_scene  # noqa: E402
-from output_folder import output_folder  # noqa: E402
+from softsnake.cli.common import experiment_output_folder
+from softsnake.output_files import write_csv, write_dict_csv
+from softsnake.plotting import new_figure, save, styled
+from softsnake.robots.vine.comparison import centre_backbone, compare_with_reference
+from softsnake.robots.vine.plots import draw_obstacles
+from softsnake.robots.vine.reference import load_jitosho_rollout, load_wall_fit, rollout_length
+from softsnake.robots.vine.scene import load_scene
+from softsnake.robots.vine.simulation import VineBatch, VineSpec, rollout, specs_from_scene
 
 SNAPSHOT_TIMES = (0.5, 1.5, 2.5, 3.0, 3.5, 4.0, 4.5, 4.99)
 """Instants of the shape comparison [s]."""
@@ -55,21 +50,6 @@ FIT_BOUNDS = ((np.log(1e-7), np.log(100.0)), (np.log(1e-8), np.log(1e-1)))
 """Bounds of log stiffness and log damping in the refinement."""
 
 
-def swept_angles(points, centres):
-    """Signed angle [rad] the polyline ``points`` (..., n, 2) sweeps around each centre (k, 2): (..., k)."""
-    offsets = points[..., None, :, :] - centres[:, None, :]
-    angles = np.unwrap(np.arctan2(offsets[..., 1], offsets[..., 0]), axis=-1)
-    return angles[..., -1] - angles[..., 0]
-
-
-def backbone(poses, half_length):
-    """Polyline through the base, the body centres and the tip [m], (..., B + 2, 2)."""
-    first, last = poses[..., 0, :], poses[..., -1, :]
-    base = first[..., :2] - half_length * np.stack([np.cos(first[..., 2]), np.sin(first[..., 2])], axis=-1)
-    tip = last[..., :2] + half_length * np.stack([np.cos(last[..., 2]), np.sin(last[..., 2])], axis=-1)
-    return np.concatenate([base[..., None, :], poses[..., :2], tip[..., None, :]], axis=-2)
-
-
 def cluttered(number, substeps):
     """Rollout of cluttered scene ``number`` and its metrics against the reference."""
     scene = load_scene(f"jitosho_cluttered_{number}")
@@ -80,12 +60,7 @@ def cluttered(number, substeps):
     result = rollout(batch, steps, scene.sim.dt)
     wall = time.perf_counter() - start
     poses = result.poses[:, 0]
-    diameter = 2.0 * scene.vine.tube_radius
-    error = np.linalg.norm(result.tips[:, 0] - rollout_tip(q_ref), axis=1) / diameter
-    centres = np.array([obstacle.center for obstacle in scene.obstacles])
-    ours = swept_angles(backbone(poses, 0.003), centres)
-    theirs = swept_angles(backbone(q_ref, 0.003), centres)
-    same_side = np.abs(ours - theirs) < np.pi
+    error, same_side = compare_with_reference(scene, poses, result.tips[:, 0], q_ref)
     length, length_ref = result.lengths[-1, 0], rollout_length(q_ref[-1])
     return {
         "scene": scene, "times": times, "poses": poses, "reference": q_ref, "error": error,
@@ -103,61 +78,47 @@ def cluttered(number, substeps):
     }
 
 
+@styled
 def plot_shapes(runs, path):
-    figure, axes_grid = plt.subplots(len(runs), len(SNAPSHOT_TIMES), figsize=(2.6 * len(SNAPSHOT_TIMES), 2.9 * len(runs)),
-                                     squeeze=False)
+    figure, axes_grid = new_figure(2.6 * len(SNAPSHOT_TIMES), 2.9 * len(runs), len(runs), len(SNAPSHOT_TIMES),
+                                   squeeze=False)
     for row, run in zip(axes_grid, runs):
         for axes, instant in zip(row, SNAPSHOT_TIMES):
             k = int(round(instant / run["scene"].sim.dt))
-            _draw_obstacles(axes, run["scene"].obstacles)
-            reference = backbone(run["reference"][k], 0.003)
-            ours = backbone(run["poses"][k], 0.003)
+            draw_obstacles(axes, run["scene"].obstacles)
+            half_length = run["scene"].vine.body_half_length
+            reference = centre_backbone(run["reference"][k], half_length)
+            ours = centre_backbone(run["poses"][k], half_length)
             axes.plot(reference[:, 0], reference[:, 1], color="black", linewidth=2.5, label="reference (seed 000)")
             axes.plot(ours[:, 0], ours[:, 1], color="tab:orange", linewidth=1.5, label="softsnake")
             axes.set_xlim(-0.1, 1.25)
             axes.set_ylim(-1.2, 0.3)
             axes.set_aspect("equal")
-            axes.tick_params(labelsize=6)
-            axes.set_title(f"{run['scene'].name.replace('jitosho_', '')}, t = {run['times'][k]:.2f} s", fontsize=7)
-    axes_grid[0, 0].legend(fontsize=6, loc="lower left")
-    figure.tight_layout()
-    save_png(figure, path, dpi=80)
-    plt.close(figure)
+            axes.set_title(f"{run['scene'].name.replace('jitosho_', '')}, t = {run['times'][k]:.2f} s")
+    axes_grid[0, 0].legend(loc="lower left")
+    save(figure, path, dpi=80)
 
 
+@styled
 def plot_errors(runs, path):
-    figure, axes = plt.subplots(1, 1, figsize=(7, 3.6))
+    figure, axes = new_figure(7, 3.6)
     for run in runs:
         metrics = run["metrics"]
         axes.plot(run["times"], run["error"], label=f"{metrics['scene']}, {metrics['substeps']} substep(s)")
     axes.set_xlabel("time [s]")
     axes.set_ylabel("tip error [tube diameters]")
     axes.set_yscale("log")
-    axes.grid(alpha=0.3)
-    axes.legend(fontsize=7)
-    figure.tight_layout()
-    save_png(figure, path)
-    plt.close(figure)
-
-
-def wall_start(reference):
-    """First state of the original fit's initial guess: body poses and velocities in SI units."""
-    guess = reference.fit_initial_guess_z0
-    poses = guess[:30].reshape(10, 3).copy()
-    velocities = guess[30:60].reshape(10, 3).copy()
-    poses[:, :2] *= 1e-3
-    velocities[:, :2] *= 1e-3
-    return poses, velocities
+    axes.legend()
+    save(figure, path)
 
 
 def wall_tip_x(scene, reference, stiffness_damping):
     """Tip x [m] at the video frames, (8, n), for n (stiffness, damping) pairs in one batch."""
-    poses, velocities = wall_start(reference)
+    poses, velocities = reference.initial_state()
     specs = [VineSpec(replace(scene.vine, stiffness=float(k), damping=float(c)), scene.obstacles, initial_poses=poses,
                       initial_velocities=velocities) for k, c in stiffness_damping]
-    steps = int(round(reference.frame_times[-1] / scene.sim.dt))
-    result = rollout(VineBatch(specs), steps, scene.sim.dt)
-    frames = np.round(reference.frame_times / scene.sim.dt).astype(int)
+    frames = reference.frame_steps(scene.sim.dt)
+    result = rollout(VineBatch(specs), int(frames[-1]), scene.sim.dt)
     return result.tips[frames, :, 0]
 
 
@@ -187,8 +148,9 @@ def wall_fit():
     }
 
 
+@styled
 def plot_wall(fit, path):
-    figure, (tips_axes, grid_axes) = plt.subplots(1, 2, figsize=(11, 3.8))
+    figure, (tips_axes, grid_axes) = new_figure(11, 3.8, 1, 2)
     t = fit["frame_times"]
     tips_axes.plot(t, 1e3 * fit["video_x"], "ko-", label="video (seed 000 Fig. 7)")
     tips_axes.plot(t, 1e3 * fit["tips"][:, 0], "s--", color="tab:red",
@@ -197,11 +159,11 @@ def plot_wall(fit, path):
                    label=f"after fit: K {fit['after'][0]:.3g}, C {fit['after'][1]:.3g}; MAE {fit['mae_after_mm']:.2f} mm")
     tips_axes.set_xlabel("time [s]")
     tips_axes.set_ylabel("tip x [mm]")
-    tips_axes.legend(fontsize=7)
-    tips_axes.grid(alpha=0.3)
+    tips_axes.legend()
     shape = (len(FIT_GRID_STIFFNESS), len(FIT_GRID_DAMPING))
     image = grid_axes.pcolormesh(FIT_GRID_DAMPING, FIT_GRID_STIFFNESS, fit["grid_mae_mm"].reshape(shape), shading="nearest",
                                  cmap="viridis")
+    grid_axes.grid(False)
     grid_axes.set_xscale("log")
     grid_axes.set_yscale("log")
     grid_axes.set_xlabel("damping C [N m s/rad]")
@@ -209,13 +171,11 @@ def plot_wall(fit, path):
     grid_axes.plot(*fit["before"][::-1], "rs")
     grid_axes.plot(*fit["after"][::-1], "b^")
     figure.colorbar(image, ax=grid_axes, label="tip x MAE [mm]")
-    figure.tight_layout()
-    save_png(figure, path)
-    plt.close(figure)
+    save(figure, path)
 
 
 def main(argv=None):
-    out = output_folder(__doc__, argv)
+    out = experiment_output_folder(__doc__, __file__, argv)
     print(f"device: {wp.get_device('cpu')} ({wp.get_device('cpu').name})")
 
     runs = [cluttered(number, substeps) for substeps in (1, 2) for number in (1, 2)]

@@ -12,7 +12,7 @@ the scene's heading, fixed seed) in the cluttered scene of jitosho_cluttered_1, 
 40 links (seed 003's maximum virtual links) and 15 links (the 30-body vine above), time per step
 and per vine and step, in one process (one CPU core: Warp runs a CPU kernel on one thread) and, on
 the CPU, for batches of at least ``WORKERS_MIN_VINES`` vines also split over one worker process per
-core (softsnake.vine.workers, column ``processes``). Seed 003 runs 100 steps; to bound this script's time the largest batches
+core (softsnake.robots.vine.workers, column ``processes``). Seed 003 runs 100 steps; to bound this script's time the largest batches
 run fewer (column ``steps``), which does not change a per-step time that is steady after the
 first step (the first step, with kernel loading, is never timed).
 
@@ -26,28 +26,21 @@ into --out (default experiments/results).
 Usage: python experiments/vine_runtime.py [--out DIR] [--device cpu|cuda] [--quick]
 """
 
-import argparse
 import os
 import sys
 import time
-from dataclasses import replace
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import numpy as np
+import warp as wp
 
-import matplotlib  # noqa: E402
+from softsnake.cli.common import experiment_parser, make_output_folder
+from softsnake.output_files import write_dict_csv
+from softsnake.plotting import new_figure, save, styled
+from softsnake.robots.vine.benchmarks import SINGLE_DT, SINGLE_STEPS, runtime_vine_specs, spread_batch_specs
+from softsnake.robots.vine.scene import load_scene
+from softsnake.robots.vine.simulation import VineBatch
+from softsnake.robots.vine.workers import VineBatchWorkers
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402  (the backend must be chosen first)
-import numpy as np  # noqa: E402
-import warp as wp  # noqa: E402
-
-from softsnake.output_files import save_png, write_dict_csv  # noqa: E402
-from softsnake.vine.scene import ObstacleCircle, VineParams, load_scene  # noqa: E402
-from softsnake.vine.simulation import VineBatch, VineSpec  # noqa: E402
-from softsnake.vine.workers import VineBatchWorkers  # noqa: E402
-
-RESULTS = Path(__file__).resolve().parent / "results"
 SEED_000_MS_30_BODIES = 3.0
 """Seed 000's average runtime per 10 ms step for 30 bodies [ms]."""
 
@@ -61,18 +54,11 @@ REPEATS = 3
 """Measurements per time; the median is reported."""
 
 SINGLE_BODY_COUNTS = (20, 30, 40, 50, 60, 70, 80, 90, 100)
-SINGLE_STEPS, SINGLE_DT = 400, 0.01
-RUNTIME_VINE = VineParams(heading=0.0, length=0.2, tube_radius=0.012, body_mass=0.001, body_inertia=2e-4, stiffness=0.5,
-                          damping=3e-5, growth_rate=0.1)
-RUNTIME_OBSTACLE = ObstacleCircle(center=(0.35, 0.04), radius=0.05)
 
 BATCH_SIZES = (1, 4, 16, 64, 256, 1024)
 BATCH_LINKS = (10, 15, 20, 40)
 WORKERS_MIN_VINES = 64
 """Smallest batch also timed split over worker processes (CPU)."""
-
-HEADING_SPREAD = 0.3
-"""Launch angles are uniform within this many rad of the scene's heading."""
 
 
 def synchronize(batch):
@@ -99,11 +85,9 @@ def timed_steps(batch, steps, dt):
 def single_vine(device, body_counts):
     rows = []
     for bodies in body_counts:
-        links = bodies // 2
-        vine = replace(RUNTIME_VINE, link_count=links, body_half_length=RUNTIME_VINE.length / (2 * bodies))
         seconds = []
         for _ in range(REPEATS):
-            batch = VineBatch([VineSpec(vine, (RUNTIME_OBSTACLE,))], device=device)
+            batch = VineBatch(runtime_vine_specs(bodies), device=device)
             batch.step(SINGLE_DT)
             wp.synchronize_device(batch.model.device)
             start = time.perf_counter()
@@ -132,10 +116,8 @@ def batched(device, sizes, link_counts, processes):
     rng = np.random.default_rng(0)
     rows = []
     for links in link_counts:
-        vine = replace(scene.vine, link_count=links, body_half_length=scene.vine.length / (4 * links))
         for vines in sizes:
-            headings = scene.vine.heading + rng.uniform(-HEADING_SPREAD, HEADING_SPREAD, vines)
-            specs = [VineSpec(vine, scene.obstacles, float(h)) for h in headings]
+            specs = spread_batch_specs(scene, links, vines, rng)
             splits = (1, processes) if processes > 1 and vines >= WORKERS_MIN_VINES else (1,)
             for workers in splits:
                 start = time.perf_counter()
@@ -160,16 +142,17 @@ def write_csv(path, rows):
                           for row in rows])
 
 
+@styled
 def plot(single, batch, device_name, path):
-    figure, (single_axes, batch_axes, vine_axes) = plt.subplots(1, 3, figsize=(14, 3.8))
+    figure, (single_axes, batch_axes, vine_axes) = new_figure(14, 3.8, 1, 3)
     single_axes.plot([r["bodies"] for r in single], [r["ms_per_step"] for r in single], "o-", label="softsnake")
     single_axes.plot([30], [SEED_000_MS_30_BODIES], "r*", markersize=12, label="seed 000, 30 bodies")
     single_axes.axhline(1e3 * SINGLE_DT, color="0.5", linestyle=":", label="real time (10 ms steps)")
     single_axes.plot([30], [TARGET_MS_30_BODIES], "gv", markersize=9, label="target, 30 bodies")
     single_axes.set_xlabel("bodies")
     single_axes.set_ylabel("ms per step")
-    single_axes.set_title(f"one vine, 400 steps ({device_name})", fontsize=9)
-    single_axes.legend(fontsize=7)
+    single_axes.set_title(f"one vine, 400 steps ({device_name})")
+    single_axes.legend()
     for links in sorted({r["links"] for r in batch}):
         for processes in sorted({r["processes"] for r in batch}):
             rows = [r for r in batch if r["links"] == links and r["processes"] == processes]
@@ -179,29 +162,24 @@ def plot(single, batch, device_name, path):
             vine_axes.loglog([r["vines"] for r in rows], [r["ms_per_vine_step"] for r in rows], style, label=label)
     batch_axes.set_xlabel("batch size (vines)")
     batch_axes.set_ylabel("ms per step")
-    batch_axes.set_title("batch of vines, cluttered scene", fontsize=9)
+    batch_axes.set_title("batch of vines, cluttered scene")
     vine_axes.axhline(TARGET_MS_PER_VINE_STEP, color="g", linestyle="--", label="target, 1024 vines")
     vine_axes.set_xlabel("batch size (vines)")
     vine_axes.set_ylabel("ms per vine and step")
-    vine_axes.set_title("time per vine (parallel efficiency)", fontsize=9)
-    for axes in (single_axes, batch_axes, vine_axes):
-        axes.grid(alpha=0.3, which="both")
-    batch_axes.legend(fontsize=7)
-    vine_axes.legend(fontsize=7)
-    figure.tight_layout()
-    save_png(figure, path)
-    plt.close(figure)
+    vine_axes.set_title("time per vine (parallel efficiency)")
+    for axes in (batch_axes, vine_axes):
+        axes.grid(True, which="both")
+    batch_axes.legend()
+    vine_axes.legend()
+    save(figure, path)
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", default=str(RESULTS), help="output folder (default experiments/results)")
+    parser = experiment_parser(__doc__, __file__)
     parser.add_argument("--device", default="cpu", help="Warp device (default cpu)")
     parser.add_argument("--quick", action="store_true", help="fewer sizes (30 and 60 bodies; batches up to 64)")
     args = parser.parse_args(argv)
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    wp.config.quiet = True
+    out = make_output_folder(args.out)
     device = wp.get_device(args.device)
     print(f"device: {device} ({device.name})")
     print("seed 000 Fig. 5: one vine, 400 steps of 10 ms, one circular obstacle")

@@ -3,7 +3,7 @@
 The engine's settings come from the soft-snake paper (seed 001: 4 Newton iterations of 20
 conjugate residual iterations per substep). A vine is a chain of rigid bodies with far fewer rows,
 so this study measures what each setting costs in accuracy, to choose the vine's defaults
-(``softsnake.vine.simulation.SOLVER_DEFAULTS``) on evidence rather than by analogy:
+(``softsnake.robots.vine.simulation.SOLVER_DEFAULTS``) on evidence rather than by analogy:
 
 - cluttered scenes 1 and 2 (reference rollouts of seed 000's simulator, 25 links): tip error against
   the reference (median and maximum in tube diameters), final length against the reference, whether
@@ -26,22 +26,19 @@ Usage: python experiments/vine_solver_settings.py [--out DIR]
 """
 
 import sys
-from dataclasses import replace
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+import numpy as np
+import warp as wp
 
-import numpy as np  # noqa: E402
-import warp as wp  # noqa: E402
-
-from softsnake.errors import SimulationError  # noqa: E402
-from softsnake.output_files import write_dict_csv  # noqa: E402
-from softsnake.vine.reference import load_jitosho_rollout, load_wall_fit, rollout_length, rollout_tip  # noqa: E402
-from softsnake.vine.scene import load_scene  # noqa: E402
-from softsnake.vine.simulation import VineBatch, VineSpec, rollout, specs_from_scene  # noqa: E402
-from vine_reference import backbone, swept_angles, wall_start  # noqa: E402
-from vine_runtime import HEADING_SPREAD, RUNTIME_OBSTACLE, RUNTIME_VINE, SINGLE_DT, SINGLE_STEPS  # noqa: E402
-from output_folder import output_folder  # noqa: E402
+from softsnake.cli.common import experiment_output_folder
+from softsnake.errors import SimulationError
+from softsnake.output_files import write_dict_csv
+from softsnake.robots.vine.benchmarks import (RUNTIME_VINE, SINGLE_DT, SINGLE_STEPS, runtime_vine_specs,
+                                              spread_batch_specs)
+from softsnake.robots.vine.comparison import compare_with_reference
+from softsnake.robots.vine.reference import load_jitosho_rollout, load_wall_fit, rollout_length
+from softsnake.robots.vine.scene import load_scene
+from softsnake.robots.vine.simulation import VineBatch, VineSpec, rollout, specs_from_scene
 
 CONVERGED = (8, 100)
 """Newton and linear iterations of the converged solve every setting is compared with."""
@@ -73,35 +70,23 @@ def cluttered_cases():
 def wall_case():
     scene = load_scene("jitosho_wall")
     reference = load_wall_fit()
-    poses, velocities = wall_start(reference)
-    steps = int(round(reference.frame_times[-1] / scene.sim.dt))
+    poses, velocities = reference.initial_state()
+    steps = int(reference.frame_steps(scene.sim.dt)[-1])
     return scene, [VineSpec(scene.vine, scene.obstacles, initial_poses=poses, initial_velocities=velocities)], steps, reference
 
 
-def runtime_specs():
-    bodies = 30
-    vine = replace(RUNTIME_VINE, link_count=bodies // 2, body_half_length=RUNTIME_VINE.length / (2 * bodies))
-    return [VineSpec(vine, (RUNTIME_OBSTACLE,))]
-
-
-def batch_specs():
-    scene = load_scene("jitosho_cluttered_1")
-    vine = replace(scene.vine, link_count=BATCH_LINKS, body_half_length=scene.vine.length / (4 * BATCH_LINKS))
-    headings = scene.vine.heading + np.random.default_rng(0).uniform(-HEADING_SPREAD, HEADING_SPREAD, BATCH_VINES)
-    return scene, [VineSpec(vine, scene.obstacles, float(h)) for h in headings]
-
-
 def main(argv=None):
-    out = output_folder(__doc__, argv)
+    out = experiment_output_folder(__doc__, __file__, argv)
     print(f"device: {wp.get_device('cpu')} ({wp.get_device('cpu').name})")
 
     clutter = cluttered_cases()
     wall_scene, wall_specs, wall_steps, wall_reference = wall_case()
-    wall_frames = np.round(wall_reference.frame_times / wall_scene.sim.dt).astype(int)
+    wall_frames = wall_reference.frame_steps(wall_scene.sim.dt)
     wall_video_x = wall_reference.video_points[:, -1, 0]
-    batch_scene, batch = batch_specs()
+    batch_scene = load_scene("jitosho_cluttered_1")
+    batch = spread_batch_specs(batch_scene, BATCH_LINKS, BATCH_VINES, np.random.default_rng(0))
     chains = {
-        "runtime_30_bodies": (runtime_specs(), SINGLE_STEPS, SINGLE_DT, 2.0 * RUNTIME_VINE.tube_radius),
+        "runtime_30_bodies": (runtime_vine_specs(30), SINGLE_STEPS, SINGLE_DT, 2.0 * RUNTIME_VINE.tube_radius),
         f"batch_{BATCH_LINKS}_links": (batch, BATCH_STEPS, batch_scene.sim.dt, 2.0 * batch_scene.vine.tube_radius),
         "wall": (wall_specs, wall_steps, wall_scene.sim.dt, 2.0 * wall_scene.vine.tube_radius),
     }
@@ -117,11 +102,7 @@ def main(argv=None):
                 if result is None:
                     row[f"{name}_blew_up"] = True
                     continue
-                diameter = 2.0 * scene.vine.tube_radius
-                error = np.linalg.norm(result.tips[:, 0] - rollout_tip(q_ref), axis=1) / diameter
-                centres = np.array([obstacle.center for obstacle in scene.obstacles])
-                same_side = np.abs(swept_angles(backbone(result.poses[:, 0], scene.vine.body_half_length), centres)
-                                   - swept_angles(backbone(q_ref, scene.vine.body_half_length), centres)) < np.pi
+                error, same_side = compare_with_reference(scene, result.poses[:, 0], result.tips[:, 0], q_ref)
                 row[f"{name}_tip_error_median_D"] = float(np.median(error))
                 row[f"{name}_tip_error_max_D"] = float(error.max())
                 row[f"{name}_length_percent"] = float(100.0 * (result.lengths[-1, 0] / rollout_length(q_ref[-1]) - 1.0))

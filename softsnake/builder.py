@@ -20,7 +20,7 @@ from .constraints.base import BuilderTables, shift_field
 from .errors import ModelError
 from .finalize import finalize_model
 from .items import BODY, PARTICLE, PRESSURE_CHANNEL, item_kinds
-from .validation import non_negative, positive, unit_quaternion, vector
+from .validation import non_negative_value, positive_value, unit_quaternion, vector
 
 class ModelBuilder(BuilderTables, *BUILDER_METHODS):
     """Collects everything to simulate; ``finalize(device)`` turns it into a :class:`softsnake.Model`.
@@ -109,8 +109,8 @@ class ModelBuilder(BuilderTables, *BUILDER_METHODS):
         what = f"particle {self.particle_count}"
         return self.append_item(PARTICLE, {
             "q": vector(position, 3, f"{what} position"), "qd": vector(velocity, 3, f"{what} velocity"),
-            "mass": 0.0 if kinematic else positive(mass, f"{what} mass"),
-            "radius": non_negative(radius, f"{what} radius"), "collide": bool(collide)})
+            "mass": 0.0 if kinematic else positive_value(mass, f"{what} mass"),
+            "radius": non_negative_value(radius, f"{what} radius"), "collide": bool(collide)})
 
     def add_body(
         self,
@@ -142,7 +142,7 @@ class ModelBuilder(BuilderTables, *BUILDER_METHODS):
         return self.append_item(BODY, {
             "q": (vector(position, 3, f"{what} position"), unit_quaternion(rotation, f"{what} rotation")),
             "qd": (vector(velocity, 3, f"{what} velocity"), vector(angular_velocity, 3, f"{what} angular_velocity")),
-            "mass": non_negative(mass, f"{what} mass"), "inertia": I, "kinematic": bool(kinematic)})
+            "mass": non_negative_value(mass, f"{what} mass"), "inertia": I, "kinematic": bool(kinematic)})
 
     def add_pressure_channel(self):
         """A chamber pressure input (``Control.pressure[channel]`` [Pa]); returns the channel index."""

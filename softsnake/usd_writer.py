@@ -20,6 +20,9 @@ from dataclasses import dataclass
 import numpy as np
 from pxr import Gf, Sdf, Tf, Usd, UsdGeom, Vt
 
+from .errors import ConfigError, UsageError
+from .validation import positive_integer, positive_number
+
 USD_EXTENSIONS = (".usda", ".usdc", ".usd")
 BODY_SHAPES = ("box", "sphere", "capsule", "cylinder")
 AXES = ("X", "Y", "Z")
@@ -29,10 +32,6 @@ AXES = ("X", "Y", "Z")
 TIME_CODE_SNAP = 1e-6
 # Simulation quaternions drift slightly from unit length; larger errors mean a wrong input layout.
 QUAT_NORM_TOLERANCE = 1e-3
-
-
-class UsdRecorderError(ValueError):
-    """Bad input to the USD recorder (shape, value, name, or use after close)."""
 
 
 @dataclass(frozen=True, eq=False)
@@ -58,27 +57,19 @@ class BodyHandle:
     shape: str
 
 
-def _check_positive(label, value):
-    """Return ``value`` as float after checking it is finite and > 0."""
-    number = float(value)
-    if not math.isfinite(number) or number <= 0.0:
-        raise UsdRecorderError(f"{label} must be a positive finite number, got {value!r}")
-    return number
-
-
 def _check_vector(label, value, size):
     """Return ``value`` as a float64 array of ``size`` finite entries."""
     array = np.asarray(value, dtype=np.float64)
     if array.shape != (size,):
-        raise UsdRecorderError(f"{label} must have shape ({size},), got {array.shape}")
+        raise ConfigError(f"{label} must have shape ({size},), got {array.shape}")
     if not np.all(np.isfinite(array)):
-        raise UsdRecorderError(f"{label} must be finite, got {array.tolist()}")
+        raise ConfigError(f"{label} must be finite, got {array.tolist()}")
     return array
 
 
 def _check_axis(label, axis):
     if axis not in AXES:
-        raise UsdRecorderError(f"{label} axis must be one of {', '.join(AXES)}, got {axis!r}")
+        raise ConfigError(f"{label} axis must be one of {', '.join(AXES)}, got {axis!r}")
     return axis
 
 
@@ -88,7 +79,7 @@ def _check_color(label, color):
         return None
     rgb = _check_vector(f"{label} color", color, 3)
     if np.any(rgb < 0.0) or np.any(rgb > 1.0):
-        raise UsdRecorderError(f"{label} color must be RGB in [0, 1], got {rgb.tolist()}")
+        raise ConfigError(f"{label} color must be RGB in [0, 1], got {rgb.tolist()}")
     return tuple(rgb)
 
 
@@ -97,7 +88,7 @@ def _quat_xyzw_to_usd(label, quat_xyzw):
     quat = _check_vector(label, quat_xyzw, 4)
     norm = float(np.linalg.norm(quat))
     if abs(norm - 1.0) > QUAT_NORM_TOLERANCE:
-        raise UsdRecorderError(f"{label} must be a unit quaternion (x, y, z, w), got norm {norm:.6g}")
+        raise ConfigError(f"{label} must be a unit quaternion (x, y, z, w), got norm {norm:.6g}")
     x, y, z, w = quat / norm
     return Gf.Quatf(float(w), Gf.Vec3f(float(x), float(y), float(z)))
 
@@ -120,26 +111,24 @@ class UsdRecorder:
         self.path = os.path.abspath(os.fspath(path))
         stem, ext = os.path.splitext(self.path)
         if ext not in USD_EXTENSIONS:
-            raise UsdRecorderError(f"USD output {path} must end in one of {', '.join(USD_EXTENSIONS)}")
+            raise UsageError(f"USD output {path} must end in one of {', '.join(USD_EXTENSIONS)}")
         if not os.path.isdir(os.path.dirname(self.path)):
-            raise UsdRecorderError(f"USD output folder {os.path.dirname(self.path)} does not exist")
+            raise UsageError(f"USD output folder {os.path.dirname(self.path)} does not exist")
         if os.path.isdir(self.path):
-            raise UsdRecorderError(f"USD output {path} is a folder")
-        self.fps = _check_positive("fps", fps)
+            raise UsageError(f"USD output {path} is a folder")
+        self.fps = positive_number("fps", fps)
         if up_axis not in ("Y", "Z"):
-            raise UsdRecorderError(f"up_axis must be 'Y' or 'Z', got {up_axis!r}")
+            raise ConfigError(f"up_axis must be 'Y' or 'Z', got {up_axis!r}")
         self.up_axis = up_axis
-        meters_per_unit = _check_positive("meters_per_unit", meters_per_unit)
+        meters_per_unit = positive_number("meters_per_unit", meters_per_unit)
         self._units_per_meter = 1.0 / meters_per_unit
-        if isinstance(flush_every, bool) or not isinstance(flush_every, int) or flush_every < 1:
-            raise UsdRecorderError(f"flush_every must be a positive integer, got {flush_every!r}")
-        self.flush_every = flush_every
+        self.flush_every = positive_integer("flush_every", flush_every)
         self.partial_path = f"{stem}.partial{ext}"
 
         try:
             self._stage = Usd.Stage.CreateNew(self.partial_path)
         except Tf.ErrorException as exc:
-            raise UsdRecorderError(f"cannot create {self.partial_path} (is another recorder writing it?)") from exc
+            raise UsageError(f"cannot create {self.partial_path} (is another recorder writing it?)") from exc
         self._layer = self._stage.GetRootLayer()
         UsdGeom.SetStageUpAxis(self._stage, UsdGeom.Tokens.z if up_axis == "Z" else UsdGeom.Tokens.y)
         UsdGeom.SetStageMetersPerUnit(self._stage, meters_per_unit)
@@ -200,7 +189,7 @@ class UsdRecorder:
 
     def _check_open(self):
         if self.closed:
-            raise UsdRecorderError(f"USD recorder for {self.path} is closed")
+            raise ConfigError(f"USD recorder for {self.path} is closed")
 
     # ----------------------------------------------------------------------------- prims
 
@@ -209,12 +198,12 @@ class UsdRecorder:
         self._check_open()
         parent = self._world if parent is None else parent
         if parent not in self._groups:
-            raise UsdRecorderError(f"parent of {name!r} must be a group added to this recorder, got {parent!r}")
+            raise ConfigError(f"parent of {name!r} must be a group added to this recorder, got {parent!r}")
         if not isinstance(name, str) or not Sdf.Path.IsValidIdentifier(name):
-            raise UsdRecorderError(f"prim name {name!r} must be a valid identifier (letters, digits, _)")
+            raise ConfigError(f"prim name {name!r} must be a valid identifier (letters, digits, _)")
         path = f"{parent.path}/{name}"
         if self._stage.GetPrimAtPath(path):
-            raise UsdRecorderError(f"prim {path} already exists")
+            raise ConfigError(f"prim {path} already exists")
         return path
 
     def _finish_gprim(self, gprim, color):
@@ -227,26 +216,26 @@ class UsdRecorder:
     def _define_shape(self, path, shape, *, half_extents, radius, height, axis):
         """Define a box, sphere, capsule or cylinder gprim; a box is a size-2 cube scaled later."""
         if shape not in BODY_SHAPES:
-            raise UsdRecorderError(f"{path}: unknown shape {shape!r}, expected one of {', '.join(BODY_SHAPES)}")
+            raise ConfigError(f"{path}: unknown shape {shape!r}, expected one of {', '.join(BODY_SHAPES)}")
         needs = {"box": ("half_extents",), "sphere": ("radius",)}.get(shape, ("radius", "height"))
         given = {"half_extents": half_extents, "radius": radius, "height": height}
         for key, value in given.items():
             if (value is None) == (key in needs):
                 state = "needs" if value is None else "does not take"
-                raise UsdRecorderError(f"{path}: a {shape} {state} {key}")
+                raise ConfigError(f"{path}: a {shape} {state} {key}")
         if shape == "box":
             half = _check_vector(f"{path} half_extents", half_extents, 3)
             if np.any(half <= 0.0):
-                raise UsdRecorderError(f"{path} half_extents must be positive, got {half.tolist()}")
+                raise ConfigError(f"{path} half_extents must be positive, got {half.tolist()}")
             gprim = UsdGeom.Cube.Define(self._stage, path)
             gprim.CreateSizeAttr(2.0)
             return gprim, Gf.Vec3f(*(half * self._units_per_meter))
-        radius = _check_positive(f"{path} radius", radius)
+        radius = positive_number(f"{path} radius", radius)
         if shape == "sphere":
             gprim = UsdGeom.Sphere.Define(self._stage, path)
             gprim.CreateRadiusAttr(radius * self._units_per_meter)
             return gprim, None
-        height = _check_positive(f"{path} height", height)
+        height = positive_number(f"{path} height", height)
         axis = _check_axis(path, axis)
         gprim = (UsdGeom.Capsule if shape == "capsule" else UsdGeom.Cylinder).Define(self._stage, path)
         gprim.CreateRadiusAttr(radius * self._units_per_meter)
@@ -265,7 +254,7 @@ class UsdRecorder:
     def add_ground(self, *, size=100.0, name="ground", color=(0.5, 0.5, 0.5)):
         """Add a square ground quad of side ``size`` [m] through the origin, normal to the up axis."""
         path = self._child_path(name, None)
-        half = _check_positive("ground size", size) / 2.0 * self._units_per_meter
+        half = positive_number("ground size", size) / 2.0 * self._units_per_meter
         color = _check_color(path, color)
         corners = [(-half, -half), (half, -half), (half, half), (-half, half)]
         # Counter-clockwise seen from the up axis, so the face normal points up.
@@ -315,12 +304,12 @@ class UsdRecorder:
         path = self._child_path(name, parent)
         faces = np.asarray(faces)
         if faces.ndim != 2 or faces.shape[1] != 3 or faces.shape[0] == 0:
-            raise UsdRecorderError(f"{path} faces must have shape (k, 3) with k > 0, got {faces.shape}")
+            raise ConfigError(f"{path} faces must have shape (k, 3) with k > 0, got {faces.shape}")
         if not np.issubdtype(faces.dtype, np.integer):
-            raise UsdRecorderError(f"{path} faces must be integers, got {faces.dtype}")
+            raise ConfigError(f"{path} faces must be integers, got {faces.dtype}")
         points = self._check_points(path, points, None, "initial points")
         if faces.min() < 0 or faces.max() >= len(points):
-            raise UsdRecorderError(f"{path} faces index outside 0..{len(points) - 1}")
+            raise ConfigError(f"{path} faces index outside 0..{len(points) - 1}")
         color = _check_color(path, color)
         mesh = UsdGeom.Mesh.Define(self._stage, path)
         mesh.CreatePointsAttr(Vt.Vec3fArray.FromNumpy(points))
@@ -363,23 +352,23 @@ class UsdRecorder:
         expected = "(n, 3)" if point_count is None else f"({point_count}, 3)"
         if array.ndim != 2 or array.shape[1] != 3 or len(array) == 0 or (
                 point_count is not None and len(array) != point_count):
-            raise UsdRecorderError(f"{path} {what} must have shape {expected}, got {array.shape}")
+            raise ConfigError(f"{path} {what} must have shape {expected}, got {array.shape}")
         bad = ~np.all(np.isfinite(array), axis=1)
         if np.any(bad):
-            raise UsdRecorderError(f"{path} {what} have {int(bad.sum())} non-finite points "
-                                   f"(first at index {int(np.argmax(bad))})")
+            raise ConfigError(f"{path} {what} have {int(bad.sum())} non-finite points "
+                              f"(first at index {int(np.argmax(bad))})")
         return (array * self._units_per_meter).astype(np.float32)
 
     def _time_code(self, frame, time):
         if (frame is None) == (time is None):
-            raise UsdRecorderError("write_frame needs exactly one of frame= (index) or time= (seconds)")
+            raise ConfigError("write_frame needs exactly one of frame= (index) or time= (seconds)")
         code = float(frame) if time is None else float(time) * self.fps
         if not math.isfinite(code) or code < 0.0:
-            raise UsdRecorderError(f"frame time code must be finite and >= 0, got {code!r}")
+            raise ConfigError(f"frame time code must be finite and >= 0, got {code!r}")
         if abs(code - round(code)) < TIME_CODE_SNAP:
             code = float(round(code))
         if self.last_time_code is not None and code <= self.last_time_code:
-            raise UsdRecorderError(f"frame time code {code:g} must come after the last one, {self.last_time_code:g}")
+            raise ConfigError(f"frame time code {code:g} must come after the last one, {self.last_time_code:g}")
         return code
 
     def write_frame(self, *, frame=None, time=None, mesh_points=None, body_transforms=None):
@@ -396,18 +385,18 @@ class UsdRecorder:
         samples = []
         for handle, points in (mesh_points or {}).items():
             if handle not in self._meshes:
-                raise UsdRecorderError(f"{handle!r} is not a mesh of this recorder")
+                raise ConfigError(f"{handle!r} is not a mesh of this recorder")
             array = self._check_points(handle.path, points, handle.point_count, f"points {where}")
             points_path, extent_path = self._meshes[handle]
             samples.append((points_path, Vt.Vec3fArray.FromNumpy(array)))
             samples.append((extent_path, _points_extent(array)))
         for handle, transform in (body_transforms or {}).items():
             if handle not in self._bodies:
-                raise UsdRecorderError(f"{handle!r} is not a body of this recorder")
+                raise ConfigError(f"{handle!r} is not a body of this recorder")
             try:
                 position, quat_xyzw = transform
             except (TypeError, ValueError):
-                raise UsdRecorderError(f"{handle.path} transform {where} must be (position, quat_xyzw)") from None
+                raise ConfigError(f"{handle.path} transform {where} must be (position, quat_xyzw)") from None
             position = _check_vector(f"{handle.path} position {where}", position, 3)
             orient = _quat_xyzw_to_usd(f"{handle.path} quaternion {where}", quat_xyzw)
             translate_path, orient_path = self._bodies[handle]

@@ -5,7 +5,8 @@ import math
 import numpy as np
 import pytest
 
-from softsnake.snake.gait import AMPLITUDE_MAX, GaitParameterError, GaitParams, gait_command, sweep
+from softsnake.errors import ConfigError
+from softsnake.robots.snake.gait import AMPLITUDE_MAX, GaitParams, gait_command, sweep
 from softsnake.units import psi_to_pa
 
 A8 = psi_to_pa(8.0)
@@ -62,17 +63,17 @@ def test_scalar_params_broadcast_to_snake_count():
 
 def test_amplitude_limit():
     assert GaitParams(amplitude=AMPLITUDE_MAX).amplitude[0] == A8
-    with pytest.raises(GaitParameterError, match="amplitude"):
+    with pytest.raises(ConfigError, match="amplitude"):
         GaitParams(amplitude=psi_to_pa(8.01))
-    with pytest.raises(GaitParameterError, match="amplitude"):
+    with pytest.raises(ConfigError, match="amplitude"):
         sweep("amplitude", [psi_to_pa(4.0), psi_to_pa(9.0)])
-    with pytest.raises(GaitParameterError, match="amplitude"):
+    with pytest.raises(ConfigError, match="amplitude"):
         GaitParams(amplitude=-1.0)
 
 
 @pytest.mark.parametrize("field", ["frequency", "phase_shift", "offset", "amplitude"])
 def test_nan_rejected(field):
-    with pytest.raises(GaitParameterError, match=f"{field} must be finite"):
+    with pytest.raises(ConfigError, match=f"{field} must be finite"):
         GaitParams(**{field: [0.1, math.nan]})
 
 
@@ -82,14 +83,14 @@ def test_nan_rejected(field):
     {"frequency": []},
 ])
 def test_bad_params_rejected(kwargs):
-    with pytest.raises(GaitParameterError):
+    with pytest.raises(ConfigError):
         GaitParams(**kwargs)
 
 
 def test_bad_command_inputs_rejected():
-    with pytest.raises(GaitParameterError, match="time"):
+    with pytest.raises(ConfigError, match="time"):
         gait_command(GaitParams(), math.nan, 4)
-    with pytest.raises(GaitParameterError, match="link_count"):
+    with pytest.raises(ConfigError, match="link_count"):
         gait_command(GaitParams(), 0.0, 0)
 
 
@@ -98,5 +99,5 @@ def test_bad_command_inputs_rejected():
     (("offset", [0.1]), {"colour": 1.0}), (("offset", [0.1]), {"frequency": [1.0, 2.0]}),
 ])
 def test_bad_sweeps_rejected(args, kwargs):
-    with pytest.raises(GaitParameterError):
+    with pytest.raises(ConfigError):
         sweep(*args, **kwargs)

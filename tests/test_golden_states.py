@@ -185,11 +185,11 @@ def engine_states():
 
 def bench_case_state():
     """The bench's one-link case after its frames (the state the bench times)."""
-    from softsnake.snake.cmd_bench import _case_model  # noqa: the bench's own case builder
-    from softsnake.snake.config import load_snake_config
-    from softsnake.snake.gait import GaitParams, gait_command
-    from softsnake.snake.pressure import chamber_targets
-    from softsnake.snake.simulation import DT_DEFAULT, snake_solver
+    from softsnake.robots.snake.bench import case_model as _case_model  # the bench's own case builder
+    from softsnake.robots.snake.config import load_snake_config
+    from softsnake.robots.snake.gait import GaitParams, gait_command
+    from softsnake.robots.actuation import chamber_targets
+    from softsnake.robots.snake.simulation import DT_DEFAULT, snake_solver
 
     config = load_snake_config(resolution="coarse")
     model, handle, count = _case_model(0.25, config, "coarse", "cpu")
@@ -229,6 +229,7 @@ def command_outputs(tmp_root):
         if files == "stdout":
             document = json.loads(result.stdout)
             document.pop("plot", None)  # the PNG's path: where this run wrote it
+            document.pop("source", None)  # the scene file's absolute path: where the checkout lies
             outputs[f"{name}/stdout.json"] = json.dumps(document, indent=1, sort_keys=True).encode()
             continue
         names = files if files is not None else sorted(p.name for p in out.iterdir() if p.suffix == ".csv")

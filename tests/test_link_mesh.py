@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 from scipy.spatial import cKDTree
 
-from softsnake.snake.config import ConfigError, load_snake_config
-from softsnake.snake.link_mesh import (
-    LinkMeshError,
+from softsnake.errors import ConfigError, ModelError, UsageError
+from softsnake.robots.snake.config import load_snake_config
+from softsnake.robots.snake.link_mesh import (
     build_link_mesh,
     load_link_mesh,
     save_link_mesh,
@@ -269,7 +269,7 @@ def test_load_refuses_inverted_tet(tmp_path, meshes):
     mesh = meshes["coarse"]
     tets = mesh.tets.copy()
     tets[5] = tets[5, [1, 0, 2, 3]]
-    with pytest.raises(LinkMeshError, match="tetrahedron 5 is inverted"):
+    with pytest.raises(ModelError, match="tetrahedron 5 is inverted"):
         load_link_mesh(write_mesh(tmp_path, mesh, tets=tets))
 
 
@@ -279,7 +279,7 @@ def test_load_refuses_zero_volume_tet(tmp_path, meshes):
     corners = mesh.tets[7]
     # Move the last corner into the plane of the other three.
     vertices[corners[3]] = vertices[corners[:3]].mean(axis=0)
-    with pytest.raises(LinkMeshError, match="zero volume"):
+    with pytest.raises(ModelError, match="zero volume"):
         load_link_mesh(write_mesh(tmp_path, mesh, vertices=vertices))
 
 
@@ -287,11 +287,11 @@ def test_load_refuses_index_out_of_range(tmp_path, meshes):
     mesh = meshes["coarse"]
     pairs = mesh.perimeter.pairs.copy()
     pairs[0, 1] = len(mesh.vertices)
-    with pytest.raises(LinkMeshError, match="perimeter has an index outside"):
+    with pytest.raises(ModelError, match="perimeter has an index outside"):
         load_link_mesh(write_mesh(tmp_path, mesh, perimeter=pairs))
     tets = mesh.tets.copy()
     tets[0, 0] = -1
-    with pytest.raises(LinkMeshError, match="tets has an index outside"):
+    with pytest.raises(ModelError, match="tets has an index outside"):
         load_link_mesh(write_mesh(tmp_path, mesh, tets=tets))
 
 
@@ -299,29 +299,29 @@ def test_load_refuses_unused_point(tmp_path, meshes):
     mesh = meshes["coarse"]
     vertices = np.concatenate([mesh.vertices, [[1.0, 1.0, 1.0]]])
     section = np.concatenate([mesh.vertex_section, [0]])
-    with pytest.raises(LinkMeshError, match=f"point {len(mesh.vertices)} belongs to no tetrahedron"):
+    with pytest.raises(ModelError, match=f"point {len(mesh.vertices)} belongs to no tetrahedron"):
         load_link_mesh(write_mesh(tmp_path, mesh, vertices=vertices, vertex_section=section))
 
 
 def test_load_refuses_missing_files(tmp_path, meshes):
     path = write_mesh(tmp_path, meshes["coarse"])
     sidecar_path(path).unlink()
-    with pytest.raises(LinkMeshError, match="cannot read constraint file"):
+    with pytest.raises(ModelError, match="cannot read constraint file"):
         load_link_mesh(path)
-    with pytest.raises(LinkMeshError, match="cannot read mesh"):
+    with pytest.raises(ModelError, match="cannot read mesh"):
         load_link_mesh(tmp_path / "absent.vtu")
 
 
 @pytest.mark.parametrize("name, problem", [("link.stl", "cannot hold tetrahedra"),
                                            ("link.unknown", "cannot write the mesh")])
 def test_save_refuses_formats_without_tetrahedra_and_leaves_nothing(tmp_path, meshes, name, problem):
-    with pytest.raises(LinkMeshError, match=problem):
+    with pytest.raises(UsageError, match=problem):
         save_link_mesh(meshes["coarse"], tmp_path / name)
     assert list(tmp_path.iterdir()) == []
 
 
 def test_save_into_missing_folder_is_a_clear_error(tmp_path, meshes):
-    with pytest.raises(LinkMeshError, match="cannot write the mesh"):
+    with pytest.raises(UsageError, match="cannot write the mesh"):
         save_link_mesh(meshes["coarse"], tmp_path / "absent" / "link.vtu")
 
 
@@ -337,5 +337,5 @@ def test_user_mesh_may_leave_constraint_sets_empty(tmp_path, meshes):
     ("perimeter", np.array([[1, 1]]), "perimeter pair 0 joins coincident points"),
 ])
 def test_load_refuses_bad_sidecar_arrays(tmp_path, meshes, key, value, problem):
-    with pytest.raises(LinkMeshError, match=problem):
+    with pytest.raises(ModelError, match=problem):
         load_link_mesh(write_mesh(tmp_path, meshes["coarse"], **{key: value}))

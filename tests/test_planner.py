@@ -9,10 +9,12 @@ import pytest
 from scipy.integrate import quad, solve_ivp
 
 from softsnake.cli import main
-from softsnake.vine.planner import (PlannerError, Pose, bend_or_wrinkle, cantilever_deflection, forward_kinematics,
-                                    inverse_kinematics, obstacle_interaction, plan_paths, polyline_self_intersects,
-                                    reach_mask, required_wrap, workspace_levels, wrapped_angle_error)
-from softsnake.vine.scene import ObstacleCircle, ObstacleRectangle, PlanProblem, load_scene
+from softsnake.errors import ConfigError
+from softsnake.robots.vine.kinematics import (Pose, bend_or_wrinkle, cantilever_deflection, forward_kinematics,
+                                              inverse_kinematics, obstacle_interaction, required_wrap,
+                                              wrapped_angle_error)
+from softsnake.robots.vine.planner import plan_paths, polyline_self_intersects, reach_mask, workspace_levels
+from softsnake.robots.vine.scene import ObstacleCircle, ObstacleRectangle, PlanProblem, load_scene
 
 EI = 0.1
 MC = 0.32
@@ -238,15 +240,15 @@ def test_wrong_side_and_collisions_make_plans_infeasible():
 
 def test_planner_refuses_bad_input():
     problem = PlanProblem(target=(1.0, 0.0), orientation=0.0)
-    with pytest.raises(PlannerError, match="sample_spacing"):
+    with pytest.raises(ConfigError, match="sample_spacing"):
         plan_paths(problem, (), sample_spacing=0.0)
-    with pytest.raises(PlannerError, match="sequence_length_max"):
+    with pytest.raises(ConfigError, match="sequence_length_max"):
         plan_paths(problem, (), sequence_length_max=-1)
     many = tuple(ObstacleCircle(center=(0.1 * k, 0.5), radius=0.01) for k in range(1, 8))
-    with pytest.raises(PlannerError, match="13700 sequences"):
+    with pytest.raises(ConfigError, match="13700 sequences"):
         plan_paths(problem, many)
     assert len(plan_paths(problem, many, sequence_length_max=1).plans) == 8
-    with pytest.raises(PlannerError, match="sequence: 9 is not the index of a circle obstacle"):
+    with pytest.raises(ConfigError, match="sequence: 9 is not the index of a circle obstacle"):
         reach_mask(problem, many, (0, 9), np.zeros(3), np.zeros(3))
 
 

@@ -8,8 +8,9 @@ import pytest
 from scipy.integrate import solve_ivp
 
 from softsnake import cli
-from softsnake.snake.cmd_step_response import simulate_step_response, summarize_step_response
-from softsnake.snake.pressure import PressureLatency, PressureModelError, chamber_targets
+from softsnake.robots.snake.step_response import simulate_step_response, summarize_step_response
+from softsnake.errors import ConfigError
+from softsnake.robots.actuation import PressureLatency, chamber_targets
 from softsnake.units import psi_to_pa
 
 H0 = 1.0 / 120.0
@@ -212,26 +213,26 @@ def test_batch_equals_separate_runs():
     {"k_inflate": 1.5}, {"k_deflate": 1.0}, {"deflate_threshold": 0.0}, {"reference_dt": -H0},
 ])
 def test_bad_parameters_rejected(kwargs):
-    with pytest.raises(PressureModelError):
+    with pytest.raises(ConfigError):
         PressureLatency((2, 4), **kwargs)
 
 
 def test_bad_shape_and_inputs_rejected():
-    with pytest.raises(PressureModelError, match="shape"):
+    with pytest.raises(ConfigError, match="shape"):
         PressureLatency((2, 0))
     model = PressureLatency((2, 4))
-    with pytest.raises(PressureModelError, match="shape"):
+    with pytest.raises(ConfigError, match="shape"):
         model.step(np.zeros(3), H0)
-    with pytest.raises(PressureModelError, match="finite"):
+    with pytest.raises(ConfigError, match="finite"):
         model.step(np.full((2, 4), math.nan), H0)
-    with pytest.raises(PressureModelError, match="supply"):
+    with pytest.raises(ConfigError, match="supply"):
         model.step(np.full((2, 4), 1.01 * P_S), H0)
     for dt in (0.0, -H0, math.nan):
-        with pytest.raises(PressureModelError, match="dt"):
+        with pytest.raises(ConfigError, match="dt"):
             model.step(np.zeros((2, 4)), dt)
-    with pytest.raises(PressureModelError, match="shape"):
+    with pytest.raises(ConfigError, match="shape"):
         model.reset(pressure=np.zeros((2, 4)))
-    with pytest.raises(PressureModelError, match="non-negative"):
+    with pytest.raises(ConfigError, match="non-negative"):
         model.reset(pressure=np.full((2, 4, 2), -1.0))
 
 
@@ -258,7 +259,7 @@ def test_step_response_summary_against_closed_forms():
 @pytest.mark.parametrize("kwargs", [{"dt": 0.0}, {"dt": 2.0, "duration": 1.0}, {"duration": math.nan},
                                     {"levels": [0.5, 1.2]}, {"levels": []}])
 def test_step_response_bad_arguments_rejected(kwargs):
-    with pytest.raises(PressureModelError):
+    with pytest.raises(ConfigError):
         simulate_step_response(**kwargs)
 
 

@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 from matplotlib.path import Path
 
-from softsnake.vine.scene import (ObstacleCircle, ObstacleRectangle, ObstacleWall, PlanProblem, SceneError,
-                                  VineParams, load_scene, obstacle_signed_distance, scene_from_dict,
-                                  shipped_scene_names)
+from softsnake.errors import ConfigError
+from softsnake.robots.vine.scene import (ObstacleCircle, ObstacleRectangle, ObstacleWall, PlanProblem, VineParams,
+                                         load_scene, obstacle_signed_distance, scene_from_dict, shipped_scene_names)
 
 FULL_SCENE = """
 name = "full"
@@ -144,7 +144,7 @@ BAD_SCENES = [
 @pytest.mark.parametrize("text, message", BAD_SCENES)
 def test_bad_scene_names_file_and_key(tmp_path, text, message):
     path = write(tmp_path, text)
-    with pytest.raises(SceneError) as caught:
+    with pytest.raises(ConfigError) as caught:
         load_scene(path)
     text = str(caught.value)
     assert text.startswith(f"{path}: ")
@@ -154,22 +154,22 @@ def test_bad_scene_names_file_and_key(tmp_path, text, message):
 
 def test_invalid_toml_is_one_line(tmp_path):
     path = write(tmp_path, "[vine\nlength = 1\n")
-    with pytest.raises(SceneError, match="not valid TOML") as caught:
+    with pytest.raises(ConfigError, match="not valid TOML") as caught:
         load_scene(path)
     assert str(path) in str(caught.value) and "\n" not in str(caught.value)
 
 
 def test_missing_scene_lists_the_shipped_ones(tmp_path):
-    with pytest.raises(SceneError, match="no such scene file.*planner_navigation"):
+    with pytest.raises(ConfigError, match="no such scene file.*planner_navigation"):
         load_scene(tmp_path / "absent.toml")
-    with pytest.raises(SceneError, match="no such scene file"):
+    with pytest.raises(ConfigError, match="no such scene file"):
         load_scene("no_scene_of_this_name")
 
 
 def test_dataclasses_validate_scenes_built_in_code():
-    with pytest.raises(SceneError, match="obstacle.radius: must be positive"):
+    with pytest.raises(ConfigError, match="obstacle.radius: must be positive"):
         ObstacleCircle(center=(0.0, 0.0), radius=0.0)
-    with pytest.raises(SceneError, match="plan.critical_moment"):
+    with pytest.raises(ConfigError, match="plan.critical_moment"):
         PlanProblem(target=(1.0, 0.0), orientation=0.0, critical_moment=-1.0)
 
 

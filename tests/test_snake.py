@@ -9,13 +9,14 @@ import pytest
 import warp as wp
 
 import softsnake
+from softsnake.errors import ConfigError
 from softsnake.spatial import quat_from_axis_angle, quat_multiply
 from softsnake.cli import main
-from softsnake.snake.cmd_bench import LINK_CASE, time_case
-from softsnake.snake.cmd_curvature import simulate_curvature, summarize_curvature
-from softsnake.snake.config import load_snake_config
-from softsnake.snake.gait import GaitParams
-from softsnake.snake.robot import (
+from softsnake.robots.snake.bench import LINK_CASE, time_case
+from softsnake.robots.snake.curvature import simulate_curvature, summarize_curvature
+from softsnake.robots.snake.config import load_snake_config
+from softsnake.robots.snake.gait import GaitParams
+from softsnake.robots.snake.robot import (
     TABLE_1,
     add_module,
     add_snake,
@@ -26,7 +27,7 @@ from softsnake.snake.robot import (
     snake_length,
     table_counts,
 )
-from softsnake.snake.simulation import SnakeSimulation, SnakeSimulationError
+from softsnake.robots.snake.simulation import SnakeSimulation
 from softsnake.units import psi_to_pa
 
 wp.config.quiet = True
@@ -189,11 +190,11 @@ def test_gait_wave_runs_from_head_to_tail(coarse):
 
 
 def test_simulation_rejects_bad_options(coarse):
-    with pytest.raises(SnakeSimulationError, match="snake_count"):
+    with pytest.raises(ConfigError, match="snake_count"):
         SnakeSimulation(0, config=coarse)
-    with pytest.raises(SnakeSimulationError, match="dt"):
+    with pytest.raises(ConfigError, match="dt"):
         SnakeSimulation(1, config=coarse, dt=0.0)
-    with pytest.raises(SnakeSimulationError, match="gait holds 3 snakes"):
+    with pytest.raises(ConfigError, match="gait holds 3 snakes"):
         SnakeSimulation(2, config=coarse, gait=GaitParams(offset=[0.0, 0.1, 0.2]))
 
 

@@ -4,8 +4,8 @@ import math
 
 import pytest
 
-from softsnake.snake.config import (
-    ConfigError,
+from softsnake.errors import ConfigError
+from softsnake.robots.snake.config import (
     MaterialConfig,
     ResolutionConfig,
     default_config_path,

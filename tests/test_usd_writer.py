@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 from pxr import Gf, Usd, UsdGeom
 
-from softsnake.usd_writer import UsdRecorder, UsdRecorderError
+from softsnake.errors import ConfigError, UsageError
+from softsnake.usd_writer import UsdRecorder
 
 TOL = 1e-6
 FPS = 30.0
@@ -170,7 +171,7 @@ def test_time_in_seconds_maps_to_frame_time_codes(tmp_path):
 
 def test_nan_points_rejected_naming_prim_and_frame(tmp_path):
     path = tmp_path / "nan.usda"
-    with pytest.raises(UsdRecorderError, match=r"/World/robot_000/skin .*time code 1\b.*index 2"):
+    with pytest.raises(ConfigError, match=r"/World/robot_000/skin .*time code 1\b.*index 2"):
         with UsdRecorder(path) as rec:
             group = rec.add_group("robot_000")
             mesh = rec.add_mesh("skin", TET_FACES, TET_POINTS, parent=group)
@@ -190,7 +191,7 @@ def test_nan_points_rejected_naming_prim_and_frame(tmp_path):
 def test_nan_pose_rejected(tmp_path):
     with UsdRecorder(tmp_path / "pose.usda") as rec:
         body = rec.add_body("link", "box", half_extents=(0.1, 0.1, 0.1))
-        with pytest.raises(UsdRecorderError, match=r"/World/link position at frame time code 0"):
+        with pytest.raises(ConfigError, match=r"/World/link position at frame time code 0"):
             rec.write_frame(frame=0, body_transforms={body: ((0.0, np.nan, 0.0), (0, 0, 0, 1))})
 
 
@@ -226,14 +227,14 @@ def test_bad_input_rejected(tmp_path, call, message):
     with UsdRecorder(tmp_path / "bad.usda") as rec:
         mesh = rec.add_mesh("skin", TET_FACES, TET_POINTS)
         body = rec.add_body("link", "sphere", radius=0.1)
-        with pytest.raises(UsdRecorderError, match=message):
+        with pytest.raises(ConfigError, match=message):
             call(rec, mesh, body)
 
 
 def test_time_codes_must_increase(tmp_path):
     with UsdRecorder(tmp_path / "order.usda") as rec:
         rec.write_frame(frame=3)
-        with pytest.raises(UsdRecorderError, match="must come after the last one, 3"):
+        with pytest.raises(ConfigError, match="must come after the last one, 3"):
             rec.write_frame(frame=3)
 
 
@@ -242,26 +243,26 @@ def test_use_after_close_rejected(tmp_path):
     body = rec.add_body("link", "sphere", radius=0.1)
     rec.close()
     rec.close()
-    with pytest.raises(UsdRecorderError, match="closed"):
+    with pytest.raises(ConfigError, match="closed"):
         rec.write_frame(frame=0, body_transforms={body: ((0, 0, 0), (0, 0, 0, 1))})
-    with pytest.raises(UsdRecorderError, match="closed"):
+    with pytest.raises(ConfigError, match="closed"):
         rec.add_group("late")
-    with pytest.raises(UsdRecorderError, match="closed"):
+    with pytest.raises(ConfigError, match="closed"):
         rec.flush()
 
 
-@pytest.mark.parametrize("kwargs, message", [
-    ({"path": "scene.obj"}, "must end in one of"),
-    ({"path": "scene.USDA"}, "must end in one of"),
-    ({"path": "missing/scene.usda"}, "does not exist"),
-    ({"path": "scene.usda", "fps": 0.0}, "fps must be a positive"),
-    ({"path": "scene.usda", "up_axis": "X"}, "up_axis"),
-    ({"path": "scene.usda", "meters_per_unit": -1.0}, "meters_per_unit"),
-    ({"path": "scene.usda", "flush_every": 0}, "flush_every"),
+@pytest.mark.parametrize("kwargs, error, message", [
+    ({"path": "scene.obj"}, UsageError, "must end in one of"),
+    ({"path": "scene.USDA"}, UsageError, "must end in one of"),
+    ({"path": "missing/scene.usda"}, UsageError, "does not exist"),
+    ({"path": "scene.usda", "fps": 0.0}, ConfigError, "fps must be a positive"),
+    ({"path": "scene.usda", "up_axis": "X"}, ConfigError, "up_axis"),
+    ({"path": "scene.usda", "meters_per_unit": -1.0}, ConfigError, "meters_per_unit"),
+    ({"path": "scene.usda", "flush_every": 0}, ConfigError, "flush_every"),
 ])
-def test_bad_recorder_options_rejected_before_any_file(tmp_path, kwargs, message):
+def test_bad_recorder_options_rejected_before_any_file(tmp_path, kwargs, error, message):
     kwargs["path"] = tmp_path / kwargs["path"]
-    with pytest.raises(UsdRecorderError, match=message):
+    with pytest.raises(error, match=message):
         UsdRecorder(**kwargs)
     assert list(tmp_path.iterdir()) == []
 

@@ -15,13 +15,14 @@ import warp as wp
 import softsnake
 import softsnake.spatial
 from softsnake.spatial import quat_from_axis_angle
-from softsnake.vine import stiffness
-from softsnake.vine.reference import ReferenceDataError, load_jitosho_rollout, reference_folder, rollout_tip
-from softsnake.vine.robot import VineBuildError, add_obstacles, add_vine, vine_world, wrinkling_moment_curve
-from softsnake.vine.scene import (ObstacleCircle, ObstacleRectangle, ObstacleWall, VineParams, load_scene,
-                                  obstacle_signed_distance)
-from softsnake.vine.simulation import (SOLVER_DEFAULTS, VineBatch, VineSimulationError, VineSpec, rollout,
-                                       specs_from_scene, steering_pressure)
+from softsnake.robots.vine import stiffness
+from softsnake.errors import ConfigError, ModelError
+from softsnake.robots.vine.reference import load_jitosho_rollout, reference_folder, rollout_tip
+from softsnake.robots.vine.robot import add_obstacles, add_vine, vine_world, wrinkling_moment_curve
+from softsnake.robots.vine.scene import (ObstacleCircle, ObstacleRectangle, ObstacleWall, VineParams, load_scene,
+                                         obstacle_signed_distance)
+from softsnake.robots.vine.simulation import (SOLVER_DEFAULTS, VineBatch, VineSpec, rollout,
+                                              specs_from_scene, steering_pressure)
 
 wp.config.quiet = True
 G = 9.81
@@ -33,7 +34,7 @@ CLI = [sys.executable, "-m", "softsnake"]
 def _reference_present():
     try:
         reference_folder()
-    except ReferenceDataError:
+    except ConfigError:
         return False
     return True
 
@@ -182,11 +183,11 @@ def test_growth_at_the_commanded_rate(growth):
 
 def test_vine_build_errors_are_one_line():
     """A vine shorter than its bodies end to end, or batches that cannot be stacked, are refused up front."""
-    with pytest.raises(VineBuildError, match="shorter than its 10 bodies end to end"):
+    with pytest.raises(ModelError, match="shorter than its 10 bodies end to end"):
         vine_world(VineParams(length=0.01, link_count=5), ())
-    with pytest.raises(VineSimulationError, match="same link count"):
+    with pytest.raises(ConfigError, match="same link count"):
         VineBatch([VineSpec(VineParams(link_count=2, length=0.024)), VineSpec(VineParams(link_count=3, length=0.036))])
-    with pytest.raises(VineSimulationError, match="tip growth needs a positive link_extension_max"):
+    with pytest.raises(ConfigError, match="tip growth needs a positive link_extension_max"):
         VineBatch([VineSpec(VineParams(link_count=2, length=0.024))], growth="tip")
 
 

@@ -1,16 +1,17 @@
-"""Reference-data loaders (softsnake.vine.reference) against the README and the data themselves."""
+"""Reference-data loaders (softsnake.robots.vine.reference) against the README and the data themselves."""
 
 import numpy as np
 import pytest
 
-from softsnake.vine import reference as ref
-from softsnake.vine.scene import ObstacleRectangle
+from softsnake.errors import ConfigError
+from softsnake.robots.vine import reference as ref
+from softsnake.robots.vine.scene import ObstacleRectangle
 
 
 def _reference_present():
     try:
         ref.reference_folder()
-    except ref.ReferenceDataError:
+    except ConfigError:
         return False
     return True
 
@@ -185,7 +186,7 @@ def test_chen_walls_in_points_frame(k):
 
 
 def test_missing_folder_is_a_clear_error(tmp_path):
-    with pytest.raises(ref.ReferenceDataError, match="reference folder not found"):
+    with pytest.raises(ConfigError, match="reference folder not found"):
         ref.load_jitosho_rollout(1, folder=tmp_path / "nowhere")
 
 
@@ -193,22 +194,22 @@ def test_environment_variable_names_the_reference_root(tmp_path, monkeypatch):
     (tmp_path / "vine").mkdir()
     monkeypatch.setenv("SOFTSNAKE_REFERENCE", str(tmp_path))
     assert ref.reference_folder() == tmp_path / "vine"
-    with pytest.raises(ref.ReferenceDataError, match="no rollout 1"):
+    with pytest.raises(ConfigError, match="no rollout 1"):
         ref.load_jitosho_rollout(1)
 
 
 @needs_data
 def test_unknown_data_set_lists_the_available_ones():
-    with pytest.raises(ref.ReferenceDataError, match=r"available: 1, 2\)"):
+    with pytest.raises(ConfigError, match=r"available: 1, 2\)"):
         ref.load_jitosho_obstacles(7)
-    with pytest.raises(ref.ReferenceDataError, match=r"available: 1, 2, 3, 4, 5, 6\)"):
+    with pytest.raises(ConfigError, match=r"available: 1, 2, 3, 4, 5, 6\)"):
         ref.load_chen_video(0)
 
 
 @needs_data
 @pytest.mark.parametrize("n", [1, 2])
 def test_shipped_cluttered_scene_matches_reference(rollouts, n):
-    from softsnake.vine.scene import load_scene
+    from softsnake.robots.vine.scene import load_scene
 
     scene = load_scene(f"jitosho_cluttered_{n}")
     t, q, _ = rollouts[n]
@@ -230,7 +231,7 @@ def test_shipped_cluttered_scene_matches_reference(rollouts, n):
 
 @needs_data
 def test_shipped_wall_scene_matches_reference():
-    from softsnake.vine.scene import load_scene
+    from softsnake.robots.vine.scene import load_scene
 
     scene = load_scene("jitosho_wall")
     wall_fit = ref.load_wall_fit()

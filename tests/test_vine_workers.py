@@ -5,10 +5,10 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from softsnake.errors import SimulationError
-from softsnake.vine.scene import load_scene
-from softsnake.vine.simulation import VineBatch, VineSimulationError, VineSpec, rollout
-from softsnake.vine.workers import VineBatchWorkers
+from softsnake.errors import ConfigError, SimulationError
+from softsnake.robots.vine.scene import load_scene
+from softsnake.robots.vine.simulation import VineBatch, VineSpec, rollout
+from softsnake.robots.vine.workers import VineBatchWorkers
 
 
 def small_specs(count=5, links=6):
@@ -57,11 +57,11 @@ def test_blow_up_in_a_worker_names_the_vine_of_the_whole_batch():
 ])
 def test_bad_options_are_named_before_any_process_starts(options, message):
     _, specs = small_specs(count=2, links=4)
-    with pytest.raises(VineSimulationError, match=message):
+    with pytest.raises(ConfigError, match=message):
         VineBatchWorkers(specs, **options)
 
 
 def test_bad_batch_option_in_a_worker_is_reported():
     _, specs = small_specs(count=2, links=4)
-    with pytest.raises(VineSimulationError, match="growth must be one of"):
+    with pytest.raises(ConfigError, match="growth must be one of"):
         VineBatchWorkers(specs, workers=2, growth="sideways")

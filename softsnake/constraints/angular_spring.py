@@ -16,7 +16,7 @@ import warp as wp
 from softsnake.errors import ModelError
 from softsnake.kernels.entities import body_frame, nonnegative, write_body_block
 from softsnake.spatial import quat_inverse, quat_multiply, quat_to_matrix
-from softsnake.validation import finite, non_negative, positive, unit_axis
+from softsnake.validation import finite_value, non_negative_value, positive_value, unit_axis
 
 from .base import ConstraintType, Field, joint_entities, upload_array
 
@@ -194,6 +194,6 @@ class AngularSpringBuilder:
         qa, qb = self.body_pose(body_a)[1], self.body_pose(body_b)[1]
         return self.append_item(ANGULAR_SPRING, {
             "body_a": body_a, "body_b": body_b, "axis_a": quat_to_matrix(qa).T @ axis,
-            "rest_rotation": quat_multiply(quat_inverse(qa), qb), "stiffness": positive(stiffness, f"{what} stiffness"),
-            "damping": non_negative(damping, f"{what} damping"), "target": finite(target, f"{what} target"),
+            "rest_rotation": quat_multiply(quat_inverse(qa), qb), "stiffness": positive_value(stiffness, f"{what} stiffness"),
+            "damping": non_negative_value(damping, f"{what} damping"), "target": finite_value(target, f"{what} target"),
             "curve": curve})

@@ -10,7 +10,7 @@ import warp as wp
 
 from softsnake.kernels.entities import nonnegative, write_neutral_row, write_particle_block
 from softsnake.errors import ModelError
-from softsnake.validation import non_negative, positive
+from softsnake.validation import non_negative_value, positive_value
 
 from .base import ConstraintType, Field
 
@@ -118,16 +118,16 @@ class DistanceBuilder:
             raise ModelError(f"{what} connects particle {i} to itself")
         if rest_length is None:
             rest_length = float(np.linalg.norm(self.particle_q[i] - self.particle_q[j]))
-        rest_length = positive(rest_length, f"{what} rest_length")
+        rest_length = positive_value(rest_length, f"{what} rest_length")
         channel = int(pressure_channel)
         if channel >= 0:
             if channel >= self.pressure_channel_count:
                 raise ModelError(f"{what}: pressure channel {channel} out of range [0, {self.pressure_channel_count})")
             if youngs_modulus is None:
                 raise ModelError(f"{what}: an actuation row needs youngs_modulus")
-            youngs_modulus = positive(youngs_modulus, f"{what} youngs_modulus")
+            youngs_modulus = positive_value(youngs_modulus, f"{what} youngs_modulus")
         return self.append_item(DISTANCE, {
             "particles": (i, j), "rest_length": rest_length,
-            "compliance": non_negative(compliance, f"{what} compliance"),
-            "damping": non_negative(damping, f"{what} damping"), "pressure_channel": max(channel, -1),
+            "compliance": non_negative_value(compliance, f"{what} compliance"),
+            "damping": non_negative_value(damping, f"{what} damping"), "pressure_channel": max(channel, -1),
             "youngs_modulus": youngs_modulus if channel >= 0 else 1.0})

@@ -12,7 +12,7 @@ import warp as wp
 
 from softsnake.kernels.entities import body_frame, nonnegative, write_body_block
 from softsnake.spatial import perpendicular_pair, quat_to_matrix
-from softsnake.validation import non_negative, unit_axis, vector
+from softsnake.validation import non_negative_value, unit_axis, vector
 
 from .base import ConstraintType, Field, joint_entities
 
@@ -148,4 +148,4 @@ class HingeBuilder:
         return self.append_item(HINGE, {
             "body_a": body_a, "body_b": body_b, "anchor_a": Ra.T @ (anchor - pa), "anchor_b": Rb.T @ (anchor - pb),
             "axis_a": Ra.T @ axis, "normal_b1": e1, "normal_b2": e2,
-            "compliance": non_negative(compliance, f"{what} compliance")})
+            "compliance": non_negative_value(compliance, f"{what} compliance")})

@@ -32,7 +32,7 @@ import warp as wp
 
 from softsnake.kernels.entities import body_frame, nonnegative, write_body_block, write_neutral_row
 from softsnake.spatial import perpendicular_pair, quat_inverse, quat_multiply, quat_to_matrix
-from softsnake.validation import finite, non_negative, unit_axis, vector
+from softsnake.validation import finite_value, non_negative_value, unit_axis, vector
 
 from .base import ConstraintType, Field, joint_entities
 
@@ -227,7 +227,7 @@ class PrismaticBuilder:
         body_a, body_b = self.check_joint_bodies(body_a, body_b, what)
         anchor = vector(anchor, 3, f"{what} anchor")
         axis = unit_axis(axis, what)
-        rate = finite(rate, f"{what} rate")
+        rate = finite_value(rate, f"{what} rate")
         pa, qa = self.body_pose(body_a)
         pb, qb = self.body_pose(body_b)
         Ra, Rb = quat_to_matrix(qa), quat_to_matrix(qb)
@@ -236,5 +236,5 @@ class PrismaticBuilder:
         return self.append_item(PRISMATIC, {
             "body_a": body_a, "body_b": body_b, "anchor_a": Ra.T @ (anchor - pa), "anchor_b": Rb.T @ (anchor - pb),
             "axis_a": axis_local, "normal_a1": e1, "normal_a2": e2, "rest_rotation": quat_multiply(quat_inverse(qa), qb),
-            "compliance": non_negative(compliance, f"{what} compliance"), "driven": int(bool(drive)),
-            "drive_mobility": non_negative(drive_mobility, f"{what} drive_mobility"), "rate": rate})
+            "compliance": non_negative_value(compliance, f"{what} compliance"), "driven": int(bool(drive)),
+            "drive_mobility": non_negative_value(drive_mobility, f"{what} drive_mobility"), "rate": rate})

@@ -16,7 +16,7 @@ import warp as wp
 
 from softsnake.errors import ModelError
 from softsnake.spatial import box_inertia, cylinder_inertia, quat_between, quat_to_matrix
-from softsnake.validation import non_negative, positive, unit_quaternion, vector
+from softsnake.validation import non_negative_value, positive_value, unit_quaternion, vector
 
 from .base import Field, ItemKind
 
@@ -162,9 +162,9 @@ class ShapeBuilder:
         body = self.check_body(body, what)
         pos = vector(position, 3, f"{what} position")
         rot = unit_quaternion(rotation, f"{what} rotation")
-        density = non_negative(density, f"{what} density")
+        density = non_negative_value(density, f"{what} density")
         if mu is not None:
-            mu = non_negative(mu, f"{what} mu")
+            mu = non_negative_value(mu, f"{what} mu")
         if density > 0.0:
             m = mass * density
             R = quat_to_matrix(rot)
@@ -181,7 +181,7 @@ class ShapeBuilder:
         A ``density`` [kg/m^3] adds the shape's mass and inertia to the body. ``mu`` (default:
         the obstacle's) is the friction coefficient; a contact uses the smaller of shape's and obstacle's.
         """
-        r = positive(radius, "sphere radius")
+        r = positive_value(radius, "sphere radius")
         vol = 4.0 / 3.0 * math.pi * r**3
         return self.add_shape(body, ShapeKind.SPHERE, position, (0, 0, 0, 1), (r, 0, 0), density, mu, vol, np.eye(3) * 0.4 * vol * r * r)
 
@@ -195,16 +195,16 @@ class ShapeBuilder:
 
     def add_shape_capsule(self, body, radius, half_height, *, position=(0, 0, 0), rotation=(0, 0, 0, 1), density=0.0, mu=None):
         """Capsule along the shape's local z: two end spheres of ``radius`` at +-``half_height`` [m]."""
-        r = positive(radius, "capsule radius")
-        hh = positive(half_height, "capsule half_height")
+        r = positive_value(radius, "capsule radius")
+        hh = positive_value(half_height, "capsule half_height")
         vol = math.pi * r * r * 2.0 * hh
         return self.add_shape(body, ShapeKind.CAPSULE, position, rotation, (r, hh, 0), density, mu, vol, cylinder_inertia(vol, r, hh))
 
     def add_shape_cylinder(self, body, radius, half_height, *, position=(0, 0, 0), rotation=(0, 0, 0, 1), density=0.0, mu=None):
         """Cylinder along the shape's local z: the lowest rim point of each cap collides, or for a
         wheel (2 half_height <= radius) the lowest rim point of its mid-plane."""
-        r = positive(radius, "cylinder radius")
-        hh = positive(half_height, "cylinder half_height")
+        r = positive_value(radius, "cylinder radius")
+        hh = positive_value(half_height, "cylinder half_height")
         vol = math.pi * r * r * 2.0 * hh
         return self.add_shape(body, ShapeKind.CYLINDER, position, rotation, (r, hh, 0), density, mu, vol, cylinder_inertia(vol, r, hh))
 
@@ -213,7 +213,7 @@ class ShapeBuilder:
         return self.append_item(OBSTACLE, {
             "kind": int(kind), "pos": vector(position, 3, f"{what} position"),
             "rot": unit_quaternion(rotation, f"{what} rotation"), "size": np.asarray(size, dtype=np.float64),
-            "mu": non_negative(mu, f"{what} mu")}, world=-1)
+            "mu": non_negative_value(mu, f"{what} mu")}, world=-1)
 
     def add_ground(self, *, mu=1.0, normal=(0.0, 0.0, 1.0), height=0.0):
         """Static half-space below the plane n . x = height [m] with friction coefficient ``mu``."""
@@ -232,6 +232,6 @@ class ShapeBuilder:
 
     def add_obstacle_cylinder(self, position, radius, half_height, *, rotation=(0, 0, 0, 1), mu=1.0):
         """Static cylinder (axis: local z, vertical by default) of ``radius`` and ``half_height`` [m]."""
-        r = positive(radius, "obstacle cylinder radius")
-        hh = positive(half_height, "obstacle cylinder half_height")
+        r = positive_value(radius, "obstacle cylinder radius")
+        hh = positive_value(half_height, "obstacle cylinder half_height")
         return self.add_obstacle(ObstacleKind.CYLINDER, position, rotation, (r, hh, 0), mu, "obstacle cylinder")

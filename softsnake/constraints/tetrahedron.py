@@ -15,7 +15,7 @@ import warp as wp
 from softsnake.errors import ModelError
 from softsnake.kernels.entities import nonnegative, write_particle_block
 from softsnake.spatial import quat_to_matrix
-from softsnake.validation import non_negative, positive, unit_quaternion, vector
+from softsnake.validation import non_negative_value, positive_value, unit_quaternion, vector
 
 from .base import ConstraintType, Field
 
@@ -205,12 +205,12 @@ class TetrahedronBuilder:
         if len(bad):
             k = bad[0][0]
             raise ModelError(f"soft mesh tet {k} has vertex index {t[k].tolist()} out of range [0, {len(verts)})")
-        density = positive(density, "soft mesh density")
-        youngs_modulus = positive(youngs_modulus, "soft mesh youngs_modulus")
+        density = positive_value(density, "soft mesh density")
+        youngs_modulus = positive_value(youngs_modulus, "soft mesh youngs_modulus")
         nu = float(poisson_ratio)
         if not (0.0 <= nu < 0.5):
             raise ModelError(f"soft mesh poisson_ratio must lie in [0, 0.5), got {poisson_ratio}")
-        damping = non_negative(damping, "soft mesh damping")
+        damping = non_negative_value(damping, "soft mesh damping")
         if collide not in ("surface", "all", "none"):
             raise ModelError(f"soft mesh collide must be 'surface', 'all' or 'none', got {collide!r}")
 

@@ -1,26 +1,26 @@
 """The ``softsnake`` command line.
 
-Each sub-command lives in its own module that defines ``add_arguments(parser)`` and
-``run(args) -> int``; modules are imported only when their command runs, so ``softsnake --help``
-stays fast and one broken command cannot break the others.
+Each sub-command lives in its own module of this package that defines ``add_arguments(parser)``
+and ``run(args) -> int``; a command module only parses and checks its options, calls the robot
+packages' library functions, prints messages and writes files. Modules are imported only when
+their command runs, so ``softsnake --help`` stays fast and one broken command cannot break the
+others.
 """
 
 import argparse
 import importlib
 import sys
 
+from softsnake.errors import UsageError
+
 COMMANDS = {
-    "gait": ("softsnake.snake.cmd_gait", "simulate snakes under the open-loop gait (USD, CSV, PNG)"),
-    "curvature": ("softsnake.snake.cmd_curvature", "steady link curvature against chamber pressure (Fig. 5)"),
-    "step-response": ("softsnake.snake.cmd_step_response", "chamber pressure step response (Fig. 6)"),
-    "bench": ("softsnake.snake.cmd_bench", "time per frame for links and snakes (Table II)"),
-    "vine": ("softsnake.vine.cmd_vine", "grow vine robots through a scene (USD, CSV, PNG)"),
-    "plan": ("softsnake.vine.cmd_plan", "obstacle-interaction plans for a vine scene"),
+    "gait": ("softsnake.cli.gait", "simulate snakes under the open-loop gait (USD, CSV, PNG)"),
+    "curvature": ("softsnake.cli.curvature", "steady link curvature against chamber pressure (Fig. 5)"),
+    "step-response": ("softsnake.cli.step_response", "chamber pressure step response (Fig. 6)"),
+    "bench": ("softsnake.cli.bench", "time per frame for links and snakes (Table II)"),
+    "vine": ("softsnake.cli.vine", "grow vine robots through a scene (USD, CSV, PNG)"),
+    "plan": ("softsnake.cli.plan", "obstacle-interaction plans for a vine scene"),
 }
-
-
-class UsageError(Exception):
-    """A bad option or input file; reported as one line, without a traceback."""
 
 
 def build_parser():
@@ -56,11 +56,3 @@ def main(argv=None):
         # The reader of our output went away (e.g. "| head"): not an error of the command.
         sys.stderr.close()
         return 0
-
-
-if __name__ == "__main__":
-    # Run as "python -m softsnake.cli": dispatch through the importable module so that the
-    # commands' UsageError (softsnake.cli.UsageError) is the class caught in main().
-    from softsnake.cli import main as _main
-
-    sys.exit(_main())

@@ -33,7 +33,7 @@ of seed 000). Example::
     critical_moment = 0.32
     total_length_max = 2.0  # optional: limit on the sum of the sections (none by default)
 
-Bad input raises ``SceneError`` with a one-line message naming the file and the offending key
+Bad input raises ``ConfigError`` with a one-line message naming the file and the offending key
 (``planner.toml: obstacles[2].radius: must be positive, got -0.01``). The dataclasses validate
 themselves, so scenes built in code are checked the same way.
 
@@ -43,57 +43,15 @@ looked up in ``assets/vine/`` beside the package (source checkout) or in ``softs
 """
 
 import math
-import tomllib
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 import numpy as np
 
+from softsnake.errors import ConfigError
+from softsnake.validation import float_field, integer, naming_file, non_negative, pair, positive, read_toml, value_range
 
-class SceneError(ValueError):
-    """A bad vine scene; the message is one line naming the file and the key."""
-
-
-def _number(key, value):
-    """Check that ``value`` is a finite real number (bool is refused) and return it as float."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise SceneError(f"{key}: expected a number, got {value!r}")
-    if not math.isfinite(value):
-        raise SceneError(f"{key}: must be finite, got {value}")
-    return float(value)
-
-
-def _float_field(obj, name, key):
-    """Check that field ``name`` of a frozen dataclass is a finite number and store it as float."""
-    object.__setattr__(obj, name, _number(key, getattr(obj, name)))
-    return getattr(obj, name)
-
-
-def _positive(key, value):
-    if _number(key, value) <= 0:
-        raise SceneError(f"{key}: must be positive, got {value}")
-
-
-def _non_negative(key, value):
-    if _number(key, value) < 0:
-        raise SceneError(f"{key}: must not be negative, got {value}")
-
-
-def _pair(key, value):
-    """Check that ``value`` is a pair of finite numbers (list or tuple) and return it as a tuple."""
-    if not isinstance(value, (list, tuple)) or len(value) != 2:
-        raise SceneError(f"{key}: expected a pair [a, b] of numbers, got {value!r}")
-    return (_number(key, value[0]), _number(key, value[1]))
-
-
-def _range(key, value, *, minimum=None):
-    """Check that ``value`` is a pair [low, high] with low <= high (and low >= ``minimum``)."""
-    low, high = _pair(key, value)
-    if low > high:
-        raise SceneError(f"{key}: minimum {low} exceeds maximum {high}")
-    if minimum is not None and low < minimum:
-        raise SceneError(f"{key}: minimum must be at least {minimum}, got {low}")
-    return (low, high)
+from ..assets import asset_folders
 
 
 STIFFNESS_MODELS = ("linear", "wrinkling")
@@ -135,20 +93,17 @@ class VineParams:
     def __post_init__(self):
         for name in ("heading", "length", "tube_radius", "body_half_length", "body_mass", "body_inertia",
                      "stiffness", "damping", "growth_rate", "pressure"):
-            _float_field(self, name, f"vine.{name}")
+            float_field(self, name, f"vine.{name}")
         for key in ("length", "tube_radius", "body_half_length", "body_mass", "body_inertia"):
-            _positive(f"vine.{key}", getattr(self, key))
+            positive(f"vine.{key}", getattr(self, key))
         for key in ("stiffness", "damping", "growth_rate", "pressure"):
-            _non_negative(f"vine.{key}", getattr(self, key))
-        if isinstance(self.link_count, bool) or not isinstance(self.link_count, int):
-            raise SceneError(f"vine.link_count: expected an integer, got {self.link_count!r}")
-        if self.link_count < 1:
-            raise SceneError(f"vine.link_count: must be at least 1, got {self.link_count}")
+            non_negative(f"vine.{key}", getattr(self, key))
+        integer("vine.link_count", self.link_count, minimum=1)
         if self.stiffness_model not in STIFFNESS_MODELS:
             known = ", ".join(STIFFNESS_MODELS)
-            raise SceneError(f"vine.stiffness_model: expected one of {known}, got {self.stiffness_model!r}")
+            raise ConfigError(f"vine.stiffness_model: expected one of {known}, got {self.stiffness_model!r}")
         if self.stiffness_model == "wrinkling" and self.pressure <= 0:
-            raise SceneError(f"vine.pressure: the wrinkling model needs a positive pressure, got {self.pressure}")
+            raise ConfigError(f"vine.pressure: the wrinkling model needs a positive pressure, got {self.pressure}")
 
     @property
     def body_count(self):
@@ -168,10 +123,10 @@ class SimParams:
     duration: float = 5.0
 
     def __post_init__(self):
-        _float_field(self, "dt", "sim.dt")
-        _float_field(self, "duration", "sim.duration")
-        _positive("sim.dt", self.dt)
-        _positive("sim.duration", self.duration)
+        float_field(self, "dt", "sim.dt")
+        float_field(self, "duration", "sim.duration")
+        positive("sim.dt", self.dt)
+        positive("sim.duration", self.duration)
 
     @property
     def step_count(self):
@@ -180,10 +135,10 @@ class SimParams:
 
 
 def _as_points(points):
-    """``points`` as a float array of shape (N, 2); ValueError for any other shape."""
+    """``points`` as a float array of shape (N, 2); ConfigError for any other shape."""
     array = np.asarray(points, dtype=float)
     if array.ndim != 2 or array.shape[1] != 2:
-        raise ValueError(f"points: expected an array of shape (N, 2), got shape {array.shape}")
+        raise ConfigError(f"points: expected an array of shape (N, 2), got shape {array.shape}")
     return array
 
 
@@ -201,9 +156,9 @@ class ObstacleCircle:
     key: str = field(default="obstacle", repr=False, compare=False)
 
     def __post_init__(self):
-        object.__setattr__(self, "center", _pair(f"{self.key}.center", self.center))
-        _float_field(self, "radius", f"{self.key}.radius")
-        _positive(f"{self.key}.radius", self.radius)
+        object.__setattr__(self, "center", pair(f"{self.key}.center", self.center))
+        float_field(self, "radius", f"{self.key}.radius")
+        positive(f"{self.key}.radius", self.radius)
 
     def signed_distance(self, points):
         """Signed distance of 2-D ``points`` (N, 2) [m] to the surface (negative inside) [m] and
@@ -232,12 +187,12 @@ class ObstacleRectangle:
     key: str = field(default="obstacle", repr=False, compare=False)
 
     def __post_init__(self):
-        object.__setattr__(self, "center", _pair(f"{self.key}.center", self.center))
-        object.__setattr__(self, "size", _pair(f"{self.key}.size", self.size))
+        object.__setattr__(self, "center", pair(f"{self.key}.center", self.center))
+        object.__setattr__(self, "size", pair(f"{self.key}.size", self.size))
         for value in self.size:
             if value <= 0:
-                raise SceneError(f"{self.key}.size: must be positive, got {list(self.size)}")
-        _float_field(self, "angle", f"{self.key}.angle")
+                raise ConfigError(f"{self.key}.size: must be positive, got {list(self.size)}")
+        float_field(self, "angle", f"{self.key}.angle")
 
     def signed_distance(self, points):
         """Signed distance of 2-D ``points`` (N, 2) [m] to the surface (negative inside) [m] and
@@ -278,10 +233,10 @@ class ObstacleWall:
     key: str = field(default="obstacle", repr=False, compare=False)
 
     def __post_init__(self):
-        object.__setattr__(self, "start", _pair(f"{self.key}.start", self.start))
-        object.__setattr__(self, "end", _pair(f"{self.key}.end", self.end))
+        object.__setattr__(self, "start", pair(f"{self.key}.start", self.start))
+        object.__setattr__(self, "end", pair(f"{self.key}.end", self.end))
         if self.start == self.end:
-            raise SceneError(f"{self.key}.end: the wall has zero length (start == end == {list(self.end)})")
+            raise ConfigError(f"{self.key}.end: the wall has zero length (start == end == {list(self.end)})")
 
     def signed_distance(self, points):
         """Distance of 2-D ``points`` (N, 2) [m] to the segment [m] and the unit normal (N, 2)
@@ -344,16 +299,16 @@ class PlanProblem:
     total_length_max: float | None = None
 
     def __post_init__(self):
-        object.__setattr__(self, "target", _pair("plan.target", self.target))
-        _float_field(self, "orientation", "plan.orientation")
-        object.__setattr__(self, "length_range", _range("plan.length_range", self.length_range, minimum=0.0))
-        object.__setattr__(self, "curvature_range", _range("plan.curvature_range", self.curvature_range))
+        object.__setattr__(self, "target", pair("plan.target", self.target))
+        float_field(self, "orientation", "plan.orientation")
+        object.__setattr__(self, "length_range", value_range("plan.length_range", self.length_range, minimum=0.0))
+        object.__setattr__(self, "curvature_range", value_range("plan.curvature_range", self.curvature_range))
         for name in ("flexural_rigidity", "critical_moment"):
-            _float_field(self, name, f"plan.{name}")
-            _positive(f"plan.{name}", getattr(self, name))
+            float_field(self, name, f"plan.{name}")
+            positive(f"plan.{name}", getattr(self, name))
         if self.total_length_max is not None:
-            _float_field(self, "total_length_max", "plan.total_length_max")
-            _positive("plan.total_length_max", self.total_length_max)
+            float_field(self, "total_length_max", "plan.total_length_max")
+            positive("plan.total_length_max", self.total_length_max)
 
 
 @dataclass(frozen=True)
@@ -385,39 +340,39 @@ _REQUIRED_PLAN_KEYS = ("target", "orientation")
 
 
 def _table(data, key):
-    """The optional sub-table ``data[key]`` ({} if absent); SceneError if it is not a table."""
+    """The optional sub-table ``data[key]`` ({} if absent); ConfigError if it is not a table."""
     value = data.get(key, {})
     if not isinstance(value, dict):
-        raise SceneError(f"{key}: expected a table, got {value!r}")
+        raise ConfigError(f"{key}: expected a table, got {value!r}")
     return value
 
 
 def _refuse_unknown(data, prefix, known):
     unknown = sorted(set(data) - set(known))
     if unknown:
-        raise SceneError(f"{prefix}{unknown[0]}: unknown key (known: {', '.join(known)})")
+        raise ConfigError(f"{prefix}{unknown[0]}: unknown key (known: {', '.join(known)})")
 
 
 def _string(key, value):
     if not isinstance(value, str):
-        raise SceneError(f"{key}: expected a string, got {value!r}")
+        raise ConfigError(f"{key}: expected a string, got {value!r}")
     return value
 
 
 def _obstacle_from_dict(index, data):
     key = f"obstacles[{index}]"
     if not isinstance(data, dict):
-        raise SceneError(f"{key}: expected a table, got {data!r}")
+        raise ConfigError(f"{key}: expected a table, got {data!r}")
     if "type" not in data:
-        raise SceneError(f"{key}.type: missing key (one of {', '.join(OBSTACLE_TYPES)})")
+        raise ConfigError(f"{key}.type: missing key (one of {', '.join(OBSTACLE_TYPES)})")
     kind = _string(f"{key}.type", data["type"])
     if kind not in OBSTACLE_TYPES:
-        raise SceneError(f"{key}.type: unknown obstacle type {kind!r} (known: {', '.join(OBSTACLE_TYPES)})")
+        raise ConfigError(f"{key}.type: unknown obstacle type {kind!r} (known: {', '.join(OBSTACLE_TYPES)})")
     names = _OBSTACLE_KEYS[kind]
     _refuse_unknown(data, f"{key}.", ("type",) + names)
     for name in names:
         if name not in data and name not in _OPTIONAL_OBSTACLE_KEYS:
-            raise SceneError(f"{key}.{name}: missing key")
+            raise ConfigError(f"{key}.{name}: missing key")
     values = {name: data[name] for name in names if name in data}
     return OBSTACLE_TYPES[kind](key=key, **values)
 
@@ -434,10 +389,10 @@ def scene_from_dict(data, *, source="<dict>", default_name="scene"):
     data: the parsed file (nested dicts)
     source: recorded as ``VineScene.source``
     default_name: the name used when ``data`` has no ``name``
-    Raises SceneError naming the key (without the file name).
+    Raises ConfigError naming the key (without the file name).
     """
     if not isinstance(data, dict):
-        raise SceneError(f"expected a table at the top level, got {data!r}")
+        raise ConfigError(f"expected a table at the top level, got {data!r}")
     _refuse_unknown(data, "", _TOP_KEYS)
     name = _string("name", data.get("name", default_name))
     description = _string("description", data.get("description", ""))
@@ -445,14 +400,14 @@ def scene_from_dict(data, *, source="<dict>", default_name="scene"):
     sim = _dataclass_from_table(SimParams, _table(data, "sim"), "sim.")
     obstacle_list = data.get("obstacles", [])
     if not isinstance(obstacle_list, list):
-        raise SceneError(f"obstacles: expected an array of tables ([[obstacles]]), got {obstacle_list!r}")
+        raise ConfigError(f"obstacles: expected an array of tables ([[obstacles]]), got {obstacle_list!r}")
     obstacles = tuple(_obstacle_from_dict(index, item) for index, item in enumerate(obstacle_list))
     plan = None
     if "plan" in data:
         plan_data = _table(data, "plan")
         for key in _REQUIRED_PLAN_KEYS:
             if key not in plan_data:
-                raise SceneError(f"plan.{key}: missing key")
+                raise ConfigError(f"plan.{key}: missing key")
         plan = _dataclass_from_table(PlanProblem, plan_data, "plan.")
     return VineScene(name=name, description=description, vine=vine, sim=sim, obstacles=obstacles, plan=plan,
                      source=source)
@@ -461,8 +416,7 @@ def scene_from_dict(data, *, source="<dict>", default_name="scene"):
 def shipped_scene_dirs():
     """Folders searched for shipped scenes: ``assets/vine`` beside the package (source checkout),
     then ``softsnake/assets/vine`` (installed copy)."""
-    package_dir = Path(__file__).resolve().parent.parent
-    return [package_dir.parent / "assets" / "vine", package_dir / "assets" / "vine"]
+    return asset_folders("vine")
 
 
 def shipped_scene_names():
@@ -481,24 +435,16 @@ def _resolve_scene_path(path):
             if shipped.is_file():
                 return shipped
     shipped = ", ".join(shipped_scene_names()) or "none"
-    raise SceneError(f"{path}: no such scene file, and no shipped scene of that name (shipped: {shipped})")
+    raise ConfigError(f"{path}: no such scene file, and no shipped scene of that name (shipped: {shipped})")
 
 
 def load_scene(path):
     """Load and validate a vine scene.
 
     path: a TOML file, or the name of a shipped scene (e.g. "planner_navigation")
-    Returns a ``VineScene``; raises SceneError with a one-line message naming file and key.
+    Returns a ``VineScene``; raises ConfigError with a one-line message naming file and key.
     """
     resolved = _resolve_scene_path(path)
-    try:
-        with open(resolved, "rb") as stream:
-            data = tomllib.load(stream)
-    except OSError as exc:
-        raise SceneError(f"{resolved}: cannot read: {exc.strerror}") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise SceneError(f"{resolved}: not valid TOML: {exc}") from None
-    try:
+    data = read_toml(resolved)
+    with naming_file(resolved):
         return scene_from_dict(data, source=str(resolved), default_name=resolved.stem)
-    except SceneError as exc:
-        raise SceneError(f"{resolved}: {exc}") from None

@@ -1,4 +1,7 @@
-"""Chamber pressure latency of the soft snake (seed 001, section V-A, eqs. 10-12).
+"""Chamber pressure latency of pneumatic actuators (seed 001, section V-A, eqs. 10-12).
+
+Shared by the robots: the soft snake's link chambers and the vine's steering muscles (antagonistic
+chamber pairs both) go through this model.
 
 The valves cannot deliver a commanded pressure at once. The paper updates each chamber once per
 simulation step h0 = 1/120 s with the map
@@ -46,7 +49,9 @@ half-waves lower an inflated chamber to the commanded pressure instead of emptyi
 
 import numpy as np
 
+from softsnake.errors import ConfigError
 from softsnake.units import psi_to_pa
+from softsnake.validation import positive_number
 
 SUPPLY_PRESSURE_DEFAULT = psi_to_pa(10.0)
 """Assumed supply pressure p_s [Pa] (10 psi; not stated in the paper)."""
@@ -72,10 +77,6 @@ _GAP_NEGLIGIBLE = 1e-15
 round-off of a pressure near the supply, and 1 / gap would overflow in the inflation solution."""
 
 
-class PressureModelError(ValueError):
-    """A bad parameter or command for the pressure latency model."""
-
-
 def chamber_targets(command):
     """Target pressures of the two chambers of each link.
 
@@ -85,13 +86,6 @@ def chamber_targets(command):
     """
     command = np.asarray(command, dtype=float)
     return np.stack([np.maximum(-command, 0.0), np.maximum(command, 0.0)], axis=-1)
-
-
-def _check_positive(name, value):
-    value = float(value)
-    if not np.isfinite(value) or value <= 0.0:
-        raise PressureModelError(f"{name} must be a positive finite number, got {value}")
-    return value
 
 
 def _inflate(pressure, target, steps, supply_pressure, k_inflate):
@@ -141,17 +135,17 @@ class PressureLatency:
     ):
         shape = (shape,) if np.isscalar(shape) else tuple(shape)
         if not all(isinstance(n, (int, np.integer)) and n > 0 for n in shape):
-            raise PressureModelError(f"shape must hold positive integers, got {shape}")
+            raise ConfigError(f"shape must hold positive integers, got {shape}")
         self.shape = tuple(int(n) for n in shape)
-        self.supply_pressure = _check_positive("supply_pressure", supply_pressure)
-        self.k_inflate = _check_positive("k_inflate", k_inflate)
+        self.supply_pressure = positive_number("supply_pressure", supply_pressure)
+        self.k_inflate = positive_number("k_inflate", k_inflate)
         if self.k_inflate > 1.0:
-            raise PressureModelError(f"k_inflate must lie in (0, 1], got {self.k_inflate}")
-        self.k_deflate = _check_positive("k_deflate", k_deflate)
+            raise ConfigError(f"k_inflate must lie in (0, 1], got {self.k_inflate}")
+        self.k_deflate = positive_number("k_deflate", k_deflate)
         if self.k_deflate >= 1.0:
-            raise PressureModelError(f"k_deflate must lie in (0, 1), got {self.k_deflate}")
-        self.deflate_threshold = _check_positive("deflate_threshold", deflate_threshold)
-        self.reference_dt = _check_positive("reference_dt", reference_dt)
+            raise ConfigError(f"k_deflate must lie in (0, 1), got {self.k_deflate}")
+        self.deflate_threshold = positive_number("deflate_threshold", deflate_threshold)
+        self.reference_dt = positive_number("reference_dt", reference_dt)
         self.enabled = bool(enabled)
         self._pressure = np.zeros(self.shape + (2,))
 
@@ -172,13 +166,13 @@ class PressureLatency:
             return
         pressure = np.asarray(pressure, dtype=float)
         if pressure.shape != self.shape + (2,):
-            raise PressureModelError(
+            raise ConfigError(
                 f"pressure shape {pressure.shape} does not match {self.shape + (2,)}"
             )
         if not np.all(np.isfinite(pressure)) or np.any(pressure < 0.0):
-            raise PressureModelError("pressure must be finite and non-negative")
+            raise ConfigError("pressure must be finite and non-negative")
         if np.any(pressure > self.supply_pressure):
-            raise PressureModelError("pressure exceeds the supply pressure")
+            raise ConfigError("pressure exceeds the supply pressure")
         self._pressure = pressure.copy()
 
     def _targets(self, command):
@@ -186,13 +180,13 @@ class PressureLatency:
         try:
             command = np.broadcast_to(command, self.shape)
         except ValueError:
-            raise PressureModelError(
+            raise ConfigError(
                 f"command shape {command.shape} does not match the model shape {self.shape}"
             ) from None
         if not np.all(np.isfinite(command)):
-            raise PressureModelError("command must be finite (got NaN or infinity)")
+            raise ConfigError("command must be finite (got NaN or infinity)")
         if np.any(np.abs(command) > self.supply_pressure):
-            raise PressureModelError(
+            raise ConfigError(
                 f"command magnitude {np.abs(command).max():.6g} Pa exceeds the supply pressure "
                 f"{self.supply_pressure:.6g} Pa"
             )
@@ -205,7 +199,7 @@ class PressureLatency:
         Returns the new chamber pressures, shape shape + (2,) [Pa].
         """
         target = self._targets(command)
-        steps = _check_positive("dt", dt) / self.reference_dt
+        steps = positive_number("dt", dt) / self.reference_dt
         if not self.enabled:
             self._pressure = target
             return self.pressure

@@ -16,7 +16,9 @@ import math
 
 import numpy as np
 
+from softsnake.errors import ConfigError
 from softsnake.units import psi_to_pa
+from softsnake.validation import finite_array, positive_integer
 
 AMPLITUDE_MAX = psi_to_pa(8.0)
 """Largest allowed amplitude [Pa]: above 8 psi the real links bulge and leave the linear
@@ -26,17 +28,11 @@ GAIT_FIELDS = ("frequency", "phase_shift", "offset", "amplitude")
 """Names of the per-snake gait parameters, in eq. 9 order."""
 
 
-class GaitParameterError(ValueError):
-    """A bad gait parameter."""
-
-
 def _as_per_snake(name, value):
     array = np.atleast_1d(np.asarray(value, dtype=float))
     if array.ndim != 1 or array.size == 0:
-        raise GaitParameterError(f"{name} must be a scalar or a non-empty 1-D array")
-    if not np.all(np.isfinite(array)):
-        raise GaitParameterError(f"{name} must be finite (got NaN or infinity)")
-    return array
+        raise ConfigError(f"{name} must be a scalar or a non-empty 1-D array")
+    return finite_array(name, array)
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -63,22 +59,21 @@ class GaitParams:
         arrays = {name: _as_per_snake(name, getattr(self, name)) for name in GAIT_FIELDS}
         lengths = {a.size for a in arrays.values() if a.size != 1}
         if len(lengths) > 1:
-            raise GaitParameterError(f"per-snake parameters have different lengths {sorted(lengths)}")
+            raise ConfigError(f"per-snake parameters have different lengths {sorted(lengths)}")
         count = lengths.pop() if lengths else 1
         if self.snake_count is not None:
-            if not isinstance(self.snake_count, (int, np.integer)) or self.snake_count < 1:
-                raise GaitParameterError(f"snake_count must be a positive integer, got {self.snake_count}")
+            positive_integer("snake_count", self.snake_count)
             if count != 1 and count != self.snake_count:
-                raise GaitParameterError(
+                raise ConfigError(
                     f"snake_count {self.snake_count} does not match per-snake parameters of length {count}"
                 )
             count = int(self.snake_count)
         if np.any(arrays["frequency"] < 0.0):
-            raise GaitParameterError("frequency must be >= 0 Hz (reverse the wave with phase_shift)")
+            raise ConfigError("frequency must be >= 0 Hz (reverse the wave with phase_shift)")
         if np.any(np.abs(arrays["offset"]) > 1.0):
-            raise GaitParameterError("offset must lie in [-1, 1]")
+            raise ConfigError("offset must lie in [-1, 1]")
         if np.any(arrays["amplitude"] < 0.0) or np.any(arrays["amplitude"] > AMPLITUDE_MAX):
-            raise GaitParameterError(
+            raise ConfigError(
                 f"amplitude must lie in [0, {AMPLITUDE_MAX:.1f}] Pa (8 psi, the links' safe limit)"
             )
         for name, array in arrays.items():
@@ -96,9 +91,8 @@ def gait_command(params, t, link_count):
     """
     t = float(t)
     if not np.isfinite(t):
-        raise GaitParameterError(f"time must be finite, got {t}")
-    if not isinstance(link_count, (int, np.integer)) or link_count < 1:
-        raise GaitParameterError(f"link_count must be a positive integer, got {link_count}")
+        raise ConfigError(f"time must be finite, got {t}")
+    positive_integer("link_count", link_count)
     link_index = np.arange(link_count)
     phase = 2.0 * np.pi * params.frequency[:, None] * t + params.phase_shift[:, None] * link_index
     wave = np.clip(np.sin(phase) + params.offset[:, None], -1.0, 1.0)
@@ -113,16 +107,16 @@ def sweep(param_name, values, **fixed):
     fixed: scalar values for other parameters; the rest keep their defaults.
     """
     if param_name not in GAIT_FIELDS:
-        raise GaitParameterError(f"unknown gait parameter {param_name!r}; choose from {GAIT_FIELDS}")
+        raise ConfigError(f"unknown gait parameter {param_name!r}; choose from {GAIT_FIELDS}")
     if param_name in fixed:
-        raise GaitParameterError(f"{param_name} is swept; do not also fix it")
+        raise ConfigError(f"{param_name} is swept; do not also fix it")
     unknown = set(fixed) - set(GAIT_FIELDS)
     if unknown:
-        raise GaitParameterError(f"unknown gait parameters {sorted(unknown)}")
+        raise ConfigError(f"unknown gait parameters {sorted(unknown)}")
     values = np.asarray(values, dtype=float)
     if values.ndim != 1 or values.size == 0:
-        raise GaitParameterError(f"sweep values for {param_name} must be a non-empty 1-D sequence")
+        raise ConfigError(f"sweep values for {param_name} must be a non-empty 1-D sequence")
     for name, value in fixed.items():
         if np.ndim(value) != 0:
-            raise GaitParameterError(f"fixed parameter {name} must be a scalar")
+            raise ConfigError(f"fixed parameter {name} must be a scalar")
     return GaitParams(**fixed, **{param_name: values}, snake_count=values.size)

@@ -18,8 +18,14 @@ import os
 
 import numpy as np
 
-from softsnake.errors import SimulationError
-from softsnake.vine.simulation import VineBatch, VineSimulationError, batch_link_count
+from softsnake.errors import ConfigError, ModelError, SimulationError
+from softsnake.validation import positive_integer
+
+from .simulation import VineBatch, batch_link_count
+
+FORWARDED_ERRORS = {error.__name__: error for error in (ModelError, ConfigError)}
+"""Errors a worker reports that the parent raises as the same class; any other but a
+SimulationError (raised with the vine's index in the whole batch) becomes a ConfigError."""
 
 
 def _serve(connection, specs, options):
@@ -73,10 +79,9 @@ class VineBatchWorkers:
         specs = list(specs)
         self.link_count = batch_link_count(specs)
         workers = (os.cpu_count() or 1) if workers is None else workers
-        if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
-            raise VineSimulationError(f"workers must be a positive integer, got {workers!r}")
+        positive_integer("workers", workers)
         if "device" in batch_options and str(batch_options.pop("device")) != "cpu":
-            raise VineSimulationError("worker processes run on the CPU: on a GPU, use one VineBatch for the whole batch")
+            raise ConfigError("worker processes run on the CPU: on a GPU, use one VineBatch for the whole batch")
         workers = min(workers, len(specs))
         self.vine_count = len(specs)
         self.body_count = 2 * self.link_count
@@ -108,7 +113,7 @@ class VineBatchWorkers:
                 world, step = where
                 raise SimulationError(f"vine {begin + world} (worker share from vine {begin}): {message}",
                                       world=begin + world, step=step)
-            raise VineSimulationError(f"{name}: {message}")
+            raise FORWARDED_ERRORS.get(name, ConfigError)(f"{name}: {message}")
         return [payload for _, *payload in replies]
 
     @staticmethod

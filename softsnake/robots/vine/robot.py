@@ -24,9 +24,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from softsnake.builder import ModelBuilder
+from softsnake.errors import ModelError
 from softsnake.spatial import quat_from_axis_angle
-from softsnake.vine import stiffness as stiffness_models
-from softsnake.vine.scene import ObstacleCircle, ObstacleRectangle, ObstacleWall
+
+from . import stiffness as stiffness_models
+from .scene import ObstacleCircle, ObstacleRectangle, ObstacleWall
 
 OBSTACLE_HALF_HEIGHT = 1.0
 """Half height of the obstacle boxes and cylinders along z [m]; the vine lives at z = 0."""
@@ -42,10 +44,6 @@ MOMENT_CURVE_MAX_ANGLE = 0.95 * math.pi
 flattens to zero slope at pi, which a strictly increasing sample set cannot hold)."""
 
 Z_AXIS = (0.0, 0.0, 1.0)
-
-
-class VineBuildError(ValueError):
-    """Vine parameters that cannot be built into a model (one-line message)."""
 
 
 @dataclass(frozen=True)
@@ -114,12 +112,12 @@ def straight_poses(vine, heading):
     """Body centres and angles (B, 3) [m, rad] of a straight vine of ``vine.length`` along ``heading``.
 
     The length beyond the bodies end to end is shared equally as gaps inside the links.
-    Raises VineBuildError when ``vine.length`` is shorter than the bodies end to end.
+    Raises ModelError when ``vine.length`` is shorter than the bodies end to end.
     """
     d, links = vine.body_half_length, vine.link_count
     closed_length = 4.0 * d * links
     if vine.length < closed_length * (1.0 - 1e-9):
-        raise VineBuildError(
+        raise ModelError(
             f"vine.length {vine.length:g} m is shorter than its {2 * links} bodies end to end "
             f"({closed_length:g} m = 4 body_half_length link_count)")
     gap = max(vine.length - closed_length, 0.0) / links
@@ -128,24 +126,24 @@ def straight_poses(vine, heading):
 
 
 def _check_poses(poses, vine, tolerance):
-    """Gaps of the links of an initial configuration (B, 3); VineBuildError if it is not a vine."""
+    """Gaps of the links of an initial configuration (B, 3); ModelError if it is not a vine."""
     d, links = vine.body_half_length, vine.link_count
     if poses.shape != (2 * links, 3) or not np.all(np.isfinite(poses)):
-        raise VineBuildError(f"initial poses must be {2 * links} finite rows (x, y, theta), got shape {poses.shape}")
+        raise ModelError(f"initial poses must be {2 * links} finite rows (x, y, theta), got shape {poses.shape}")
     direction = np.stack([np.cos(poses[:, 2]), np.sin(poses[:, 2])], axis=1)
     proximal, distal = poses[:, :2] - d * direction, poses[:, :2] + d * direction
     if np.linalg.norm(proximal[0]) > tolerance:
-        raise VineBuildError(f"initial poses: the base body does not start at the origin (off by "
-                             f"{np.linalg.norm(proximal[0]):.3g} m)")
+        raise ModelError(f"initial poses: the base body does not start at the origin (off by "
+                         f"{np.linalg.norm(proximal[0]):.3g} m)")
     pin_error = np.linalg.norm(distal[1:-1:2] - proximal[2::2], axis=1)
     if len(pin_error) and pin_error.max() > tolerance:
-        raise VineBuildError(f"initial poses: link {int(np.argmax(pin_error)) + 1} is off its pin by {pin_error.max():.3g} m")
+        raise ModelError(f"initial poses: link {int(np.argmax(pin_error)) + 1} is off its pin by {pin_error.max():.3g} m")
     offset = poses[1::2, :2] - poses[0::2, :2]
     along = np.sum(offset * direction[0::2], axis=1)
     across = np.abs(offset[:, 0] * direction[0::2, 1] - offset[:, 1] * direction[0::2, 0])
     twist = np.abs(np.angle(np.exp(1j * (poses[1::2, 2] - poses[0::2, 2]))))
     if across.max() > tolerance or twist.max() * d > tolerance or np.any(along < 2.0 * d - tolerance):
-        raise VineBuildError("initial poses: the two bodies of a link must be collinear and not overlap")
+        raise ModelError("initial poses: the two bodies of a link must be collinear and not overlap")
     return np.maximum(along - 2.0 * d, 0.0)
 
 
@@ -167,15 +165,15 @@ def add_vine(builder, vine, *, heading=None, initial_poses=None, initial_velocit
         (seed 000). Every drive of the chain carries the tip load, so each one's mobility is
         (growth_rate / link_count) / stall_force.
     tolerance: how far the joints of ``initial_poses`` may be from closing [m]
-    Returns a VineHandle. Raises VineBuildError for a vine that cannot be built.
+    Returns a VineHandle. Raises ModelError for a vine that cannot be built.
     """
     heading = float(vine.heading if heading is None else heading)
     if not math.isfinite(heading):
-        raise VineBuildError(f"vine heading must be finite, got {heading}")
+        raise ModelError(f"vine heading must be finite, got {heading}")
     if vine.stiffness_model == "linear" and vine.stiffness <= 0.0:
-        raise VineBuildError("vine.stiffness must be positive for the linear stiffness model")
+        raise ModelError("vine.stiffness must be positive for the linear stiffness model")
     if stall_force is not None and not (math.isfinite(stall_force) and stall_force > 0.0):
-        raise VineBuildError(f"growth stall force must be positive [N], got {stall_force}")
+        raise ModelError(f"growth stall force must be positive [N], got {stall_force}")
     d, links = vine.body_half_length, vine.link_count
     if initial_poses is None:
         poses = straight_poses(vine, heading)
@@ -184,8 +182,8 @@ def add_vine(builder, vine, *, heading=None, initial_poses=None, initial_velocit
     gaps = _check_poses(poses, vine, tolerance)
     velocities = np.zeros_like(poses) if initial_velocities is None else np.asarray(initial_velocities, dtype=float)
     if velocities.shape != poses.shape or not np.all(np.isfinite(velocities)):
-        raise VineBuildError(f"initial velocities must be {len(poses)} finite rows (vx, vy, omega), "
-                             f"got shape {velocities.shape}")
+        raise ModelError(f"initial velocities must be {len(poses)} finite rows (vx, vy, omega), "
+                         f"got shape {velocities.shape}")
     mobility = 0.0 if stall_force is None else vine.growth_rate / links / stall_force
     inertia = np.eye(3) * vine.body_inertia
     spring_options = pin_spring_options(vine)
@@ -238,7 +236,7 @@ def add_obstacles(builder, obstacles, *, friction=0.0):
             indices.append(builder.add_obstacle_box((*(0.5 * (start + end)), 0.0), half,
                                                     rotation=quat_from_axis_angle(Z_AXIS, angle), mu=friction))
         else:
-            raise VineBuildError(f"unknown obstacle {obstacle!r}")
+            raise ModelError(f"unknown obstacle {obstacle!r}")
     return indices
 
 

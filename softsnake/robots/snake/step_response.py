@@ -1,10 +1,9 @@
-"""``softsnake step-response``: chamber pressure step response (seed 001, Fig. 6).
+"""Chamber pressure step response (seed 001, Fig. 6; ``softsnake step-response``).
 
 One chamber is inflated from rest to 60, 70, 80, 90 and 100 % of the supply pressure, and vented
-from those levels to 0, under the latency model of softsnake.snake.pressure. The paper's literal
-per-step map (eqs. 11-12, at its step h0) runs beside it for comparison. Writes
-``step_response.csv`` (time, level, pressure in Pa and psi) and ``step_response.png`` (inflation
-and deflation panels) into --out, and prints rise/fall times and the model-to-map difference.
+from those levels to 0, under the latency model of softsnake.robots.actuation. The paper's literal
+per-step map (eqs. 11-12, at its step h0) runs beside it for comparison; the summary gives the
+rise and fall times and the model-to-map difference.
 """
 
 import csv
@@ -13,18 +12,13 @@ import math
 from pathlib import Path
 
 import numpy as np
-from matplotlib.figure import Figure
 from tqdm import tqdm
 
-from softsnake.cli import UsageError
-from softsnake.output_files import replaced_when_complete, save_png
-from softsnake.snake.pressure import (
-    REFERENCE_DT_DEFAULT,
-    SUPPLY_PRESSURE_DEFAULT,
-    PressureLatency,
-    PressureModelError,
-)
-from softsnake.units import pa_to_psi, psi_to_pa
+from softsnake.errors import ConfigError
+from softsnake.output_files import replaced_when_complete
+from softsnake.units import pa_to_psi
+
+from ..actuation import REFERENCE_DT_DEFAULT, SUPPLY_PRESSURE_DEFAULT, PressureLatency
 
 STEP_LEVELS = (0.6, 0.7, 0.8, 0.9, 1.0)
 """Step targets as fractions of the supply pressure [-] (Fig. 6: 60-100 % in 10 % steps)."""
@@ -32,8 +26,6 @@ STEP_LEVELS = (0.6, 0.7, 0.8, 0.9, 1.0)
 DURATION_DEFAULT = 1.0
 """Length of each step response [s]."""
 
-CSV_NAME = "step_response.csv"
-PNG_NAME = "step_response.png"
 PHASES = ("inflate", "deflate")
 
 
@@ -84,10 +76,10 @@ def simulate_step_response(
     Both phases and all levels run as one batch of shape (2, level_count).
     """
     if not (0.0 < dt <= duration < math.inf):
-        raise PressureModelError(f"need 0 < dt <= duration, got dt {dt} s and duration {duration} s")
+        raise ConfigError(f"need 0 < dt <= duration, got dt {dt} s and duration {duration} s")
     levels = np.asarray(levels, dtype=float)
     if levels.ndim != 1 or levels.size == 0 or not np.all((levels > 0.0) & (levels <= 1.0)):
-        raise PressureModelError("step levels must be a non-empty list of fractions in (0, 1]")
+        raise ConfigError("step levels must be a non-empty list of fractions in (0, 1]")
     level_pressure = levels * supply_pressure
     # Row 0 inflates from rest toward the level; row 1 starts at the level and vents toward 0.
     command = np.stack([level_pressure, np.zeros_like(level_pressure)])
@@ -171,65 +163,3 @@ def write_step_response_csv(path, response):
                 for t, p in zip(response.time, response.pressure[phase_index, :, j]):
                     writer.writerow([phase, f"{100.0 * level:g}", f"{t:.9g}", f"{command:.9g}",
                                      f"{p:.9g}", f"{pa_to_psi(p):.9g}"])
-
-
-def plot_step_response(path, response):
-    """Write a PNG with inflation (left) and deflation (right) panels: model lines, the paper's map
-    as dots and the inflation targets dotted, pressures in psi; written through a temporary file."""
-    path = Path(path)
-    figure = Figure(figsize=(10, 4), layout="constrained")
-    axes = figure.subplots(1, 2, sharey=True)
-    colors = [f"C{j}" for j in range(len(response.levels))]
-    for phase_index, (ax, title) in enumerate(zip(axes, ("Inflation", "Deflation"))):
-        for j, level in enumerate(response.levels):
-            ax.plot(response.time, pa_to_psi(response.pressure[phase_index, :, j]), color=colors[j],
-                    label=f"{100.0 * level:g} % of supply")
-            ax.plot(response.reference_time, pa_to_psi(response.reference_pressure[phase_index, :, j]),
-                    ".", color=colors[j], markersize=2.5)
-            if phase_index == 0:
-                ax.axhline(pa_to_psi(level * response.supply_pressure), color=colors[j], linestyle=":",
-                           linewidth=0.8)
-        ax.set_title(title)
-        ax.set_xlabel("time [s]")
-        ax.grid(alpha=0.3)
-    axes[0].set_ylabel("chamber pressure [psi]")
-    axes[0].plot([], [], ".", color="0.3", label="paper map, eq. 12 (every h0)")
-    axes[0].legend(loc="lower right", fontsize=8)
-    figure.suptitle(f"Chamber step response, supply {pa_to_psi(response.supply_pressure):g} psi")
-    save_png(figure, path)
-
-
-def add_arguments(parser):
-    parser.add_argument("--out", default=".", help="output folder (default: current folder)")
-    parser.add_argument("--supply-psi", type=float, default=pa_to_psi(SUPPLY_PRESSURE_DEFAULT),
-                        help="supply pressure [psi] (default: %(default)g, an assumption)")
-    parser.add_argument("--dt", type=float, default=REFERENCE_DT_DEFAULT,
-                        help="controller time step [s] (default: 1/120)")
-    parser.add_argument("--duration", type=float, default=DURATION_DEFAULT,
-                        help="length of each response [s] (default: %(default)g)")
-
-
-def run(args):
-    for name, value in (("--supply-psi", args.supply_psi), ("--dt", args.dt), ("--duration", args.duration)):
-        if not math.isfinite(value) or value <= 0.0:
-            raise UsageError(f"{name} must be a positive number, got {value}")
-    if args.dt > args.duration:
-        raise UsageError(f"--dt {args.dt} is longer than --duration {args.duration}")
-    out = Path(args.out)
-    if out.exists() and not out.is_dir():
-        raise UsageError(f"--out {out} is a file, not a folder")
-    out.mkdir(parents=True, exist_ok=True)
-
-    response = simulate_step_response(
-        supply_pressure=psi_to_pa(args.supply_psi), dt=args.dt, duration=args.duration, progress=True
-    )
-    write_step_response_csv(out / CSV_NAME, response)
-    plot_step_response(out / PNG_NAME, response)
-
-    print(f"supply {args.supply_psi:g} psi, dt {args.dt:.6g} s, duration {args.duration:g} s")
-    print("level [%]  inflate t90 [s]  deflate t10 [s]  max |model - map| [psi]  shared samples")
-    for row in summarize_step_response(response):
-        print(f"{row['level_percent']:9.0f}  {row['inflate_t90_s']:15.4f}  {row['deflate_t10_s']:15.4f}"
-              f"  {pa_to_psi(row['map_difference_pa']):23.4f}  {row['map_sample_count']:14d}")
-    print(f"wrote {out / CSV_NAME} and {out / PNG_NAME}")
-    return 0

@@ -16,22 +16,20 @@ Snakes stand side by side along y, ``spacing`` apart, all heading +x; worlds nev
 """
 
 import contextlib
-import math
-from dataclasses import dataclass
 
 import numpy as np
-import warp as wp
 from tqdm import tqdm
 
 from softsnake.builder import ModelBuilder
-from softsnake.errors import SimulationError
+from softsnake.errors import ConfigError, SimulationError
 from softsnake.solver import Solver
-from softsnake.usd_writer import UsdRecorder
+from softsnake.validation import positive_integer, positive_number
 
+from ..actuation import SUPPLY_PRESSURE_DEFAULT, PressureLatency
 from .config import load_snake_config
 from .gait import GAIT_FIELDS, GaitParams, gait_command
-from .pressure import SUPPLY_PRESSURE_DEFAULT, PressureLatency, chamber_targets
-from .robot import add_snake, link_curvature, snake_length
+from .robot import add_snake, chamber_pressures, link_curvature, snake_length
+from .trajectories import SnakeTrajectories
 
 DT_DEFAULT = 1.0 / 120.0
 """Frame time step [s]: the paper's h = 0.0083 s."""
@@ -51,9 +49,10 @@ MODULE_COLOR = (0.2, 0.2, 0.25)
 WHEEL_COLOR = (0.05, 0.05, 0.05)
 
 
-def snake_solver(model, *, substeps=2, newton_iterations=4, linear_iterations=20):
+def snake_solver(model, *, substeps=2, newton_iterations=4, linear_iterations=20, profile=False):
     """The Solver every snake run uses (gait, bench): the paper's 2 substeps, 4 Newton and 20 linear
-    iterations by default, cold-started, with the finite check on.
+    iterations by default, cold-started, with the finite check on; ``profile`` times its phases
+    (``Solver.profile_seconds``, for the bench).
 
     No warm start: carrying the multipliers across substeps made gait runs diverge when the chamber
     commands change sign (one coarse link with latency off: NaN at 3.5 s warm, finite cold; the paper
@@ -61,68 +60,7 @@ def snake_solver(model, *, substeps=2, newton_iterations=4, linear_iterations=20
     up within 11 frames.
     """
     return Solver(model, substeps=substeps, newton_iterations=newton_iterations,
-                  linear_iterations=linear_iterations, warm_start=False, check_finite=True)
-
-
-class SnakeSimulationError(ValueError):
-    """A bad option of the gait simulation; the message is one line naming it."""
-
-
-class SnakeDivergedError(SimulationError):
-    """A snake's state became NaN or Inf. ``snake``: its index; ``time``: when [s];
-    ``trajectories``: what was recorded up to the last good frame."""
-
-    def __init__(self, message, *, snake, time, step, trajectories):
-        super().__init__(message, world=snake, step=step)
-        self.snake = snake
-        self.time = time
-        self.trajectories = trajectories
-
-
-@dataclass(frozen=True, eq=False)
-class SnakeTrajectories:
-    """What a gait run recorded, one sample per frame including t = 0.
-
-    time: sample times (frame_count + 1,) [s]
-    com: centre of mass of every snake (frame_count + 1, snake_count, 3) [m]
-    curvature: curvature of every link (frame_count + 1, snake_count, link_count) [1/m],
-        positive when the link bends to the left
-    command: gait command of every link, links head first (frame_count + 1, snake_count, link_count) [Pa]
-    pressure: differential chamber pressure handed to the engine, chamber 1 minus chamber 0,
-        same shape [Pa]
-    heading: initial heading of the snakes, angle from +x about +z [rad]
-    body_length: length of one snake [m]
-    """
-
-    time: np.ndarray
-    com: np.ndarray
-    curvature: np.ndarray
-    command: np.ndarray
-    pressure: np.ndarray
-    heading: float
-    body_length: float
-
-    @property
-    def snake_count(self):
-        return self.com.shape[1]
-
-    @property
-    def link_count(self):
-        return self.curvature.shape[2]
-
-    def travel(self):
-        """Displacement of every snake's centre of mass from t = 0 to the last sample, split into
-        (forward along the initial heading, lateral to its left) [m], shape (snake_count, 2)."""
-        displacement = self.com[-1, :, :2] - self.com[0, :, :2]
-        forward = np.array([math.cos(self.heading), math.sin(self.heading)])
-        left = np.array([-forward[1], forward[0]])
-        return np.column_stack([displacement @ forward, displacement @ left])
-
-    def truncated(self, frame_count):
-        """The first ``frame_count`` frames (frame_count + 1 samples)."""
-        keep = slice(0, frame_count + 1)
-        return SnakeTrajectories(self.time[keep], self.com[keep], self.curvature[keep], self.command[keep],
-                                 self.pressure[keep], self.heading, self.body_length)
+                  linear_iterations=linear_iterations, warm_start=False, check_finite=True, profile=profile)
 
 
 def _per_snake_gait(gait, snake_count):
@@ -130,11 +68,11 @@ def _per_snake_gait(gait, snake_count):
     if gait is None:
         gait = GaitParams()
     if not isinstance(gait, GaitParams):
-        raise SnakeSimulationError(f"gait must be a GaitParams, got {type(gait).__name__}")
+        raise ConfigError(f"gait must be a GaitParams, got {type(gait).__name__}")
     if gait.snake_count == snake_count:
         return gait
     if gait.snake_count != 1:
-        raise SnakeSimulationError(f"gait holds {gait.snake_count} snakes, the simulation {snake_count}")
+        raise ConfigError(f"gait holds {gait.snake_count} snakes, the simulation {snake_count}")
     return GaitParams(**{name: getattr(gait, name)[0] for name in GAIT_FIELDS}, snake_count=snake_count)
 
 
@@ -157,13 +95,11 @@ class SnakeSimulation:
     def __init__(self, snake_count, *, resolution="coarse", device="cpu", gait=None, latency=True,
                  supply_pressure=SUPPLY_PRESSURE_DEFAULT, dt=DT_DEFAULT, seconds=5.0, config=None,
                  spacing=SPACING_DEFAULT, substeps=2, newton_iterations=4, linear_iterations=20):
-        if isinstance(snake_count, bool) or not isinstance(snake_count, (int, np.integer)) or snake_count < 1:
-            raise SnakeSimulationError(f"snake_count must be a positive integer, got {snake_count!r}")
+        positive_integer("snake_count", snake_count)
         for name, value in (("dt", dt), ("seconds", seconds), ("spacing", spacing)):
-            if not (isinstance(value, (int, float)) and math.isfinite(value) and value > 0.0):
-                raise SnakeSimulationError(f"{name} must be a positive number, got {value!r}")
+            positive_number(name, value)
         if dt > seconds:
-            raise SnakeSimulationError(f"dt {dt} s is longer than the run, {seconds} s")
+            raise ConfigError(f"dt {dt} s is longer than the run, {seconds} s")
         self.snake_count = int(snake_count)
         self.config = load_snake_config(resolution=resolution) if config is None else config
         self.spacing = float(spacing)
@@ -173,7 +109,7 @@ class SnakeSimulation:
         self.latency = PressureLatency((self.snake_count, self.config.link_count), supply_pressure=supply_pressure,
                                        enabled=latency)
         if np.any(self.gait.amplitude > self.latency.supply_pressure):
-            raise SnakeSimulationError(
+            raise ConfigError(
                 f"gait amplitude {self.gait.amplitude.max():.6g} Pa exceeds the supply pressure "
                 f"{self.latency.supply_pressure:.6g} Pa")
 
@@ -186,19 +122,18 @@ class SnakeSimulation:
         self.solver = snake_solver(self.model, substeps=substeps, newton_iterations=newton_iterations,
                                    linear_iterations=linear_iterations)
         self.state = self.model.state()
+        self.trajectories = None
+        """What the last ``run`` recorded (``SnakeTrajectories``), up to its last good frame if it blew up."""
         self.control = self.model.control()
 
         m = self.model
         self._particles_per_snake = world.particle_count
         self._bodies_per_snake = world.body_count
-        channel_starts = m.pressure_channel_world_start[:-1]
-        self._channel_index = channel_starts[:, None, None] + self.snake.link_channels[None]
         particle_mass = m.particle_mass_numpy().reshape(self.snake_count, -1)
         body_mass = m.body_mass_numpy.reshape(self.snake_count, -1)
         self._particle_mass = particle_mass
         self._body_mass = body_mass
         self._total_mass = particle_mass.sum(axis=1) + body_mass.sum(axis=1)
-        self._pressure = np.zeros(max(m.pressure_channel_count, 1), dtype=np.float32)
 
     # ------------------------------------------------------------------ per-frame observations
     def _positions(self):
@@ -227,8 +162,7 @@ class SnakeSimulation:
 
     def _apply_pressure(self, differential):
         """Drive the active chamber of every link with the differential pressure [Pa]."""
-        self._pressure[self._channel_index.ravel()] = chamber_targets(differential).ravel()
-        self.control.pressure.assign(self._pressure)
+        self.control.pressure.assign(chamber_pressures(self.model, self.snake.link_channels, differential))
 
     # ------------------------------------------------------------------ USD
     def _usd_scene(self, recorder, particles):
@@ -266,8 +200,9 @@ class SnakeSimulation:
         usd_path: write the scene to this .usda/.usdc/.usd file (None: no USD)
         usd_fps: frames per second written to USD [1/s] (rounded to a whole number of frames)
         progress: show a tqdm progress bar
-        Raises ``SnakeDivergedError`` naming the snake whose state became non-finite; a USD file
-        is then left as ``<stem>.partial<ext>`` up to its last flush.
+        Raises ``SimulationError`` naming the snake whose state became non-finite (its ``world``)
+        and the frame (its ``step``); ``self.trajectories`` then holds what was recorded up to the
+        last good frame, and a USD file is left as ``<stem>.partial<ext>`` up to its last flush.
         """
         usd_stride = max(1, int(round(1.0 / (self.dt * usd_fps)))) if usd_path is not None else 0
         frames = self.frame_count
@@ -285,7 +220,12 @@ class SnakeSimulation:
             return SnakeTrajectories(time, com, curvature, command, pressure, HEADING,
                                      snake_length(self.config)).truncated(count)
 
-        recorder = UsdRecorder(usd_path, fps=1.0 / (usd_stride * self.dt)) if usd_path is not None else None
+        recorder = None
+        if usd_path is not None:
+            # usd-core is imported only when a USD file is written.
+            from softsnake.usd_writer import UsdRecorder
+
+            recorder = UsdRecorder(usd_path, fps=1.0 / (usd_stride * self.dt))
         with recorder or contextlib.nullcontext():
             if recorder is not None:
                 usd_meshes, usd_bodies = self._usd_scene(recorder, particles)
@@ -300,17 +240,13 @@ class SnakeSimulation:
                 try:
                     self.solver.step(self.state, self.state, self.control, self.dt)
                 except SimulationError as exc:
-                    raise SnakeDivergedError(
+                    self.trajectories = record(frame - 1)
+                    raise SimulationError(
                         f"snake {exc.world} blew up (NaN, Inf or a runaway speed) at t = {time[frame]:.4f} s; reduce dt or "
-                        "check the snake's parameters", snake=exc.world, time=time[frame], step=frame,
-                        trajectories=record(frame - 1)) from None
+                        "check the snake's parameters", world=exc.world, step=frame) from None
                 particles, body_q = self._positions()
                 com[frame], curvature[frame] = self._observe(particles, body_q)
                 if recorder is not None and frame % usd_stride == 0:
                     self._usd_frame(recorder, time[frame], usd_meshes, usd_bodies, particles, body_q)
-        return record(frames)
-
-
-def cuda_available():
-    """True when Warp can run on a CUDA device."""
-    return wp.is_cuda_available()
+        self.trajectories = record(frames)
+        return self.trajectories

@@ -27,7 +27,9 @@ import numpy as np
 
 from softsnake.spatial import box_inertia, cylinder_inertia, quat_from_axis_angle, quat_multiply, quat_to_matrix
 
-from .config import ConfigError
+from softsnake.errors import ConfigError
+
+from ..actuation import chamber_targets
 from .link_mesh import build_link_mesh
 
 LINK_COLLIDE_DEFAULT = "none"
@@ -120,6 +122,32 @@ def chamber_area(link_config, resolution):
 
 def _rotate_z(angle):
     return quat_from_axis_angle((0.0, 0.0, 1.0), angle)
+
+
+def _begin(builder, config, resolution, heading):
+    """What the snake and the stand builders start from: the ``ResolutionConfig``, its link mesh,
+    the builder's (particle, body, channel) counts so far, and the heading as a quaternion and as a
+    rotation matrix."""
+    resolution = config.resolution(resolution)
+    heading_rotation = _rotate_z(heading)
+    starts = (builder.particle_count, builder.body_count, builder.pressure_channel_count)
+    return (resolution, build_link_mesh(config.link, resolution), starts, heading_rotation,
+            quat_to_matrix(heading_rotation))
+
+
+def _ranges(builder, starts):
+    """``SnakeHandle`` ranges of everything added to ``builder`` since ``_begin`` counted ``starts``."""
+    particle_start, body_start, channel_start = starts
+    return {"particle_range": slice(particle_start, builder.particle_count),
+            "body_range": slice(body_start, builder.body_count),
+            "channel_range": slice(channel_start, builder.pressure_channel_count)}
+
+
+def _clamp(builder, link, caps):
+    """Attach the particles of the link's first and last cross-sections to its (front, rear) cap bodies."""
+    for cap_module, end in zip(caps, link.mesh.end_particles):
+        for particle in end:
+            builder.add_attachment(cap_module, link.particle_start + int(particle), compliance=ATTACHMENT_COMPLIANCE)
 
 
 def add_soft_link(builder, config, resolution, *, position, rotation, mesh=None, collide=LINK_COLLIDE_DEFAULT):
@@ -222,13 +250,7 @@ def add_snake(builder, config, resolution=None, *, position=(0.0, 0.0, 0.0), hea
         raise ConfigError(f"snake position must be 3 finite numbers [m], got {position.tolist()}")
     if not math.isfinite(heading):
         raise ConfigError(f"snake heading must be finite [rad], got {heading}")
-    resolution = config.resolution(resolution)
-    mesh = build_link_mesh(config.link, resolution)
-    particle_start, body_start = builder.particle_count, builder.body_count
-    channel_start = builder.pressure_channel_count
-
-    heading_rotation = _rotate_z(heading)
-    R = quat_to_matrix(heading_rotation)
+    resolution, mesh, starts, heading_rotation, R = _begin(builder, config, resolution, heading)
     height = module_height(config)
     pitch = config.cap.length + config.link.length
     front_x = 0.5 * snake_length(config) - 0.5 * config.cap.length
@@ -248,21 +270,27 @@ def add_snake(builder, config, resolution=None, *, position=(0.0, 0.0, 0.0), hea
         origin = position + R @ np.array([module_x[i] - 0.5 * config.cap.length, 0.0, height])
         link = add_soft_link(builder, config, resolution, position=origin, rotation=link_rotation, mesh=mesh,
                              collide=link_collide)
-        for cap_module, end in zip((modules[i], modules[i + 1]), mesh.end_particles):
-            for particle in end:
-                builder.add_attachment(cap_module, link.particle_start + int(particle),
-                                       compliance=ATTACHMENT_COMPLIANCE)
+        _clamp(builder, link, (modules[i], modules[i + 1]))
         links.append(link)
 
-    return SnakeHandle(
-        config=config,
-        links=tuple(links),
-        module_bodies=tuple(modules),
-        wheel_bodies=np.asarray(wheels, dtype=np.int64),
-        particle_range=slice(particle_start, builder.particle_count),
-        body_range=slice(body_start, builder.body_count),
-        channel_range=slice(channel_start, builder.pressure_channel_count),
-    )
+    return SnakeHandle(config=config, links=tuple(links), module_bodies=tuple(modules),
+                       wheel_bodies=np.asarray(wheels, dtype=np.int64), **_ranges(builder, starts))
+
+
+def chamber_pressures(model, link_channels, differential):
+    """The pressure of every channel of ``model`` [Pa] (float32, for ``Control.pressure``) that
+    drives the active chamber of every link with its differential pressure and leaves the other
+    chamber at 0 (``softsnake.robots.actuation.chamber_targets``).
+
+    model: the finalized Model, one snake or stand per world
+    link_channels: (links, 2) channels of (chamber 0, chamber 1) of each link within one world
+        (``SnakeHandle.link_channels``)
+    differential: (worlds, links) signed differential pressure [Pa], > 0 drives chamber 1
+    """
+    channels = model.pressure_channel_world_start[:-1, None, None] + np.asarray(link_channels)[None]
+    pressure = np.zeros(max(model.pressure_channel_count, 1), dtype=np.float32)
+    pressure[channels.ravel()] = chamber_targets(differential).ravel()
+    return pressure
 
 
 def table_counts(builder):
@@ -327,12 +355,7 @@ def add_link_stand(builder, config, resolution=None, *, position=(0.0, 0.0, 0.0)
     """
     if fixed not in ("rear", "front"):
         raise ConfigError(f"fixed cap must be 'rear' or 'front', got {fixed!r}")
-    resolution = config.resolution(resolution)
-    mesh = build_link_mesh(config.link, resolution)
-    particle_start, body_start = builder.particle_count, builder.body_count
-    channel_start = builder.pressure_channel_count
-    heading_rotation = _rotate_z(heading)
-    R = quat_to_matrix(heading_rotation)
+    resolution, mesh, starts, heading_rotation, R = _begin(builder, config, resolution, heading)
     position = np.asarray(position, dtype=np.float64)
     cap = config.cap
     half = np.array([cap.length, cap.width, cap.height]) * 0.5
@@ -344,15 +367,6 @@ def add_link_stand(builder, config, resolution=None, *, position=(0.0, 0.0, 0.0)
     origin = position + R @ np.array([0.5 * config.link.length, 0.0, 0.0])
     link = add_soft_link(builder, config, resolution, position=origin,
                          rotation=quat_multiply(heading_rotation, _rotate_z(math.pi)), mesh=mesh)
-    for cap_module, end in zip(modules, mesh.end_particles):
-        for particle in end:
-            builder.add_attachment(cap_module, link.particle_start + int(particle), compliance=ATTACHMENT_COMPLIANCE)
-    return SnakeHandle(
-        config=config,
-        links=(link,),
-        module_bodies=tuple(modules),
-        wheel_bodies=np.zeros((0, 2), dtype=np.int64),
-        particle_range=slice(particle_start, builder.particle_count),
-        body_range=slice(body_start, builder.body_count),
-        channel_range=slice(channel_start, builder.pressure_channel_count),
-    )
+    _clamp(builder, link, modules)
+    return SnakeHandle(config=config, links=(link,), module_bodies=tuple(modules),
+                       wheel_bodies=np.zeros((0, 2), dtype=np.int64), **_ranges(builder, starts))

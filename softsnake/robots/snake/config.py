@@ -14,40 +14,14 @@ wheel on each side (``WheelConfig.mount_offset`` and its mirror image in y).
 """
 
 import math
-import tomllib
 from dataclasses import dataclass, fields
 from pathlib import Path
 from types import MappingProxyType
 
+from softsnake.errors import ConfigError
+from softsnake.validation import integer, naming_file, non_negative, number, positive, read_toml
 
-class ConfigError(ValueError):
-    """A bad snake configuration; the message is one line naming the file and the key."""
-
-
-def _number(key, value):
-    """Check that ``value`` is a finite real number (bool is refused) and return it."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise ConfigError(f"{key}: expected a number, got {value!r}")
-    if not math.isfinite(value):
-        raise ConfigError(f"{key}: must be finite, got {value}")
-    return value
-
-
-def _positive(key, value):
-    if _number(key, value) <= 0:
-        raise ConfigError(f"{key}: must be positive, got {value}")
-
-
-def _non_negative(key, value):
-    if _number(key, value) < 0:
-        raise ConfigError(f"{key}: must not be negative, got {value}")
-
-
-def _integer(key, value, *, minimum):
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise ConfigError(f"{key}: expected an integer, got {value!r}")
-    if value < minimum:
-        raise ConfigError(f"{key}: must be at least {minimum}, got {value}")
+from ..assets import asset_folders
 
 
 @dataclass(frozen=True)
@@ -68,15 +42,15 @@ class MaterialConfig:
     element_poisson_ratio: float | None = None
 
     def __post_init__(self):
-        _positive("material.young_modulus", self.young_modulus)
+        positive("material.young_modulus", self.young_modulus)
         for key in ("poisson_ratio", "element_poisson_ratio"):
             value = getattr(self, key)
             if value is None and key == "element_poisson_ratio":
                 continue
-            _number(f"material.{key}", value)
+            number(f"material.{key}", value)
             if not 0.0 <= value < 0.5:
                 raise ConfigError(f"material.{key}: must lie in [0, 0.5), got {value}")
-        _positive("material.density", self.density)
+        positive("material.density", self.density)
 
     @property
     def tet_poisson_ratio(self):
@@ -103,10 +77,10 @@ class ResolutionConfig:
 
     def __post_init__(self):
         prefix = f"link.resolution.{self.name}"
-        _integer(f"{prefix}.section_count", self.section_count, minimum=2)
+        integer(f"{prefix}.section_count", self.section_count, minimum=2)
         for key in ("outer_ring_points", "chamber_ring_points"):
             value = getattr(self, key)
-            _integer(f"{prefix}.{key}", value, minimum=4)
+            integer(f"{prefix}.{key}", value, minimum=4)
             if value % 2:
                 raise ConfigError(f"{prefix}.{key}: must be even, got {value}")
 
@@ -130,7 +104,7 @@ class LinkConfig:
 
     def __post_init__(self):
         for key in ("length", "outer_diameter", "chamber_radius", "chamber_offset"):
-            _positive(f"link.{key}", getattr(self, key))
+            positive(f"link.{key}", getattr(self, key))
         if self.chamber_offset <= self.chamber_radius:
             raise ConfigError(
                 f"link.chamber_offset: {self.chamber_offset} m must exceed link.chamber_radius "
@@ -175,7 +149,7 @@ class CapConfig:
 
     def __post_init__(self):
         for key in ("length", "width", "height", "mass"):
-            _positive(f"cap.{key}", getattr(self, key))
+            positive(f"cap.{key}", getattr(self, key))
 
 
 @dataclass(frozen=True)
@@ -196,11 +170,11 @@ class WheelConfig:
 
     def __post_init__(self):
         for key in ("radius", "width", "mass"):
-            _positive(f"wheel.{key}", getattr(self, key))
+            positive(f"wheel.{key}", getattr(self, key))
         if not isinstance(self.mount_offset, tuple) or len(self.mount_offset) != 3:
             raise ConfigError(f"wheel.mount_offset: expected [x, y, z], got {self.mount_offset!r}")
         for value in self.mount_offset:
-            _number("wheel.mount_offset", value)
+            number("wheel.mount_offset", value)
 
 
 @dataclass(frozen=True)
@@ -211,7 +185,7 @@ class SnakeConfig:
     friction: Coulomb friction coefficient of every contact [-]
     stiff_compliance: compliance of the stiff distance constraints (chamber limit, perimeter,
         inextensible layer) [m/N]; the actuation rows are not stiff, their compliance follows
-        from the material and the chamber area (``softsnake.snake.robot.add_soft_link``)
+        from the material and the chamber area (``softsnake.robots.snake.robot.add_soft_link``)
     damping_time: stiffness-proportional damping of the compliant constraints: each constraint
         acts on c + damping_time * dc/dt [s]
     material: the link's silicone
@@ -232,10 +206,10 @@ class SnakeConfig:
     resolution_name: str
 
     def __post_init__(self):
-        _integer("link_count", self.link_count, minimum=1)
-        _non_negative("friction", self.friction)
-        _non_negative("stiff_compliance", self.stiff_compliance)
-        _non_negative("damping_time", self.damping_time)
+        integer("link_count", self.link_count, minimum=1)
+        non_negative("friction", self.friction)
+        non_negative("stiff_compliance", self.stiff_compliance)
+        non_negative("damping_time", self.damping_time)
         self.link.resolution(self.resolution_name)
         if min(self.cap.width, self.cap.height) < self.link.outer_diameter:
             raise ConfigError(
@@ -342,11 +316,9 @@ def snake_config_from_dict(data, *, resolution="paper"):
 
 
 def default_config_path():
-    """Path of the shipped ``snake.toml``: ``assets/`` beside the package in a source checkout,
-    ``softsnake/assets/`` in an installed copy."""
-    package_dir = Path(__file__).resolve().parent.parent
-    candidates = [package_dir.parent / "assets" / "snake" / "snake.toml",
-                  package_dir / "assets" / "snake" / "snake.toml"]
+    """Path of the shipped ``snake.toml`` (``softsnake.robots.assets``: ``assets/`` beside the
+    package in a source checkout, ``softsnake/assets/`` in an installed copy)."""
+    candidates = [folder / "snake.toml" for folder in asset_folders("snake")]
     for candidate in candidates:
         if candidate.is_file():
             return candidate
@@ -361,14 +333,6 @@ def load_snake_config(path=None, resolution="paper"):
     Returns a ``SnakeConfig``; raises ConfigError with a one-line message naming file and key.
     """
     path = default_config_path() if path is None else Path(path)
-    try:
-        with open(path, "rb") as stream:
-            data = tomllib.load(stream)
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read: {exc.strerror}") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{path}: not valid TOML: {exc}") from None
-    try:
+    data = read_toml(path)
+    with naming_file(path):
         return snake_config_from_dict(data, resolution=resolution)
-    except ConfigError as exc:
-        raise ConfigError(f"{path}: {exc}") from None

@@ -9,24 +9,21 @@ USD file stays ``gait.partial.usdc``.
 """
 
 import argparse
-import csv
 import math
 import sys
 import time as timer
-from pathlib import Path
 
 import numpy as np
-from matplotlib.figure import Figure
 
-from softsnake.cli import UsageError
-from softsnake.output_files import replaced_when_complete, save_png
+from softsnake.errors import ConfigError, SimulationError, UsageError
+from softsnake.robots.actuation import SUPPLY_PRESSURE_DEFAULT
+from softsnake.robots.snake.gait import GaitParams
+from softsnake.robots.snake.plots import plot_trajectories
+from softsnake.robots.snake.simulation import SnakeSimulation
+from softsnake.robots.snake.trajectories import CSV_NAME, write_trajectories_csv
 from softsnake.units import pa_to_psi, psi_to_pa
 
-from .cmd_curvature import check_device
-from .config import ConfigError
-from .gait import GaitParameterError, GaitParams
-from .pressure import SUPPLY_PRESSURE_DEFAULT, PressureModelError
-from .simulation import SnakeDivergedError, SnakeSimulation, SnakeSimulationError
+from .common import check_at_least, check_device, check_positive, make_output_folder, output_folder
 
 SNAKES_DEFAULT = 2
 SECONDS_DEFAULT = 5.0
@@ -37,7 +34,6 @@ GAIT_OPTIONS = {
     "offset": ("offset", np.asarray, "0"),
     "amplitude-psi": ("amplitude", psi_to_pa, "8"),
 }
-CSV_NAME = "trajectories.csv"
 PNG_NAME = "trajectories.png"
 USD_STEM = "gait"
 
@@ -96,8 +92,7 @@ def _parse_sweep(text, snakes):
 
 def gait_from_args(args):
     """``GaitParams`` for ``args.snakes`` snakes from the gait options; UsageError on bad input."""
-    if args.snakes < 1:
-        raise UsageError(f"--snakes must be at least 1, got {args.snakes}")
+    check_at_least("--snakes", args.snakes, 1)
     given = {name: getattr(args, name.replace("-", "_")) for name in GAIT_OPTIONS}
     values = {}
     if args.sweep is not None:
@@ -111,7 +106,7 @@ def gait_from_args(args):
     fields = {GAIT_OPTIONS[name][0]: GAIT_OPTIONS[name][1](v) for name, v in values.items()}
     try:
         return GaitParams(**fields, snake_count=args.snakes)
-    except GaitParameterError as exc:
+    except ConfigError as exc:
         raise UsageError(str(exc)) from None
 
 
@@ -129,69 +124,19 @@ def snake_labels(gait):
     return labels
 
 
-def write_trajectories_csv(path, trajectories):
-    """Write time, snake, centre of mass and link curvatures, one row per frame and snake (atomically)."""
-    path = Path(path)
-    links = trajectories.link_count
-    with replaced_when_complete(path) as partial, open(partial, "w", newline="") as stream:
-        writer = csv.writer(stream)
-        writer.writerow(["time_s", "snake", "com_x_m", "com_y_m", "com_z_m"]
-                        + [f"curvature_link{i}_per_m" for i in range(links)])
-        for k, t in enumerate(trajectories.time):
-            for s in range(trajectories.snake_count):
-                writer.writerow([f"{t:.6f}", s, *(f"{v:.7g}" for v in trajectories.com[k, s]),
-                                 *(f"{v:.6g}" for v in trajectories.curvature[k, s])])
-
-
-def read_trajectories_csv(path):
-    """Read a file written by ``write_trajectories_csv``: (time (F,) [s], com (F, S, 3) [m],
-    curvature (F, S, L) [1/m])."""
-    data = np.genfromtxt(path, delimiter=",", names=True)
-    snakes = int(data["snake"].max()) + 1
-    time = data["time_s"][::snakes]
-    com = np.column_stack([data["com_x_m"], data["com_y_m"], data["com_z_m"]]).reshape(len(time), snakes, 3)
-    links = [name for name in data.dtype.names if name.startswith("curvature_link")]
-    curvature = np.column_stack([data[name] for name in links]).reshape(len(time), snakes, len(links))
-    return time, com, curvature
-
-
-def plot_trajectories(path, trajectories, labels, *, title):
-    """Top view of every snake's centre-of-mass path, each relative to its own start [m]."""
-    path = Path(path)
-    figure = Figure(figsize=(6.4, 5.0), layout="constrained")
-    ax = figure.subplots()
-    for s, label in enumerate(labels):
-        xy = trajectories.com[:, s, :2] - trajectories.com[0, s, :2]
-        ax.plot(xy[:, 0], xy[:, 1], color=f"C{s % 10}", linewidth=1.2, label=label)
-        ax.plot(xy[-1, 0], xy[-1, 1], "o", color=f"C{s % 10}", markersize=4)
-    ax.plot(0.0, 0.0, "k+", markersize=10, label="start (head toward +x)")
-    ax.set_aspect("equal", adjustable="datalim")
-    ax.set_xlabel("x from start [m]")
-    ax.set_ylabel("y from start [m]")
-    ax.grid(alpha=0.3)
-    if len(labels) <= 12:
-        ax.legend(fontsize=7)
-    ax.set_title(title, fontsize=10)
-    save_png(figure, path)
-
-
 def run(args):
     check_device(args.device)
-    if not (math.isfinite(args.seconds) and args.seconds > 0.0):
-        raise UsageError(f"--seconds must be a positive number, got {args.seconds}")
-    if not (math.isfinite(args.supply_psi) and args.supply_psi > 0.0):
-        raise UsageError(f"--supply-psi must be a positive number, got {args.supply_psi}")
+    check_positive("--seconds", args.seconds)
+    check_positive("--supply-psi", args.supply_psi)
     gait = gait_from_args(args)
-    out = Path(args.out)
-    if out.exists() and not out.is_dir():
-        raise UsageError(f"--out {out} is a file, not a folder")
+    out = output_folder(args.out)
     try:
         simulation = SnakeSimulation(args.snakes, resolution=args.resolution, device=args.device, gait=gait,
                                      latency=args.latency, supply_pressure=psi_to_pa(args.supply_psi),
                                      seconds=args.seconds)
-    except (SnakeSimulationError, ConfigError, PressureModelError) as exc:
+    except ConfigError as exc:
         raise UsageError(str(exc)) from None
-    out.mkdir(parents=True, exist_ok=True)
+    make_output_folder(out)
     usd_path = out / f"{USD_STEM}.{args.usd_format}" if args.usd else None
     labels = snake_labels(gait)
     title = (f"{args.snakes} snake(s), {args.resolution} mesh, {args.seconds:g} s, "
@@ -199,9 +144,9 @@ def run(args):
     start = timer.perf_counter()
     try:
         trajectories = simulation.run(usd_path=usd_path, progress=True)
-    except SnakeDivergedError as exc:
-        write_trajectories_csv(out / "trajectories.partial.csv", exc.trajectories)
-        plot_trajectories(out / "trajectories.partial.png", exc.trajectories, labels, title=f"{title} (partial)")
+    except SimulationError as exc:
+        write_trajectories_csv(out / "trajectories.partial.csv", simulation.trajectories)
+        plot_trajectories(out / "trajectories.partial.png", simulation.trajectories, labels, title=f"{title} (partial)")
         print(f"softsnake gait: error: {exc}; wrote {out / 'trajectories.partial.csv'}", file=sys.stderr)
         return 1
     wall = timer.perf_counter() - start

@@ -42,6 +42,7 @@ import numpy as np
 import tetgen
 from scipy.spatial import Delaunay
 
+from softsnake.errors import ModelError, UsageError
 from softsnake.output_files import replaced_when_complete
 
 TETGEN_OPTIONS = {"plc": True, "nobisect": True, "quality": False, "quiet": True}
@@ -58,10 +59,6 @@ _SIDECAR_KEYS = ("vertex_section", "chamber_limit", "perimeter", "inextensible",
 
 # Faces of a positively oriented tetrahedron (v0, v1, v2, v3) with outward normals.
 _TET_FACES = np.array([[1, 2, 3], [0, 3, 2], [0, 1, 3], [0, 2, 1]])
-
-
-class LinkMeshError(ValueError):
-    """A link mesh that cannot be built or a mesh file that is not a valid link mesh."""
 
 
 @dataclass(frozen=True)
@@ -125,7 +122,7 @@ class LinkMesh:
         density: material density [kg/m^3]
         """
         if not density > 0:
-            raise LinkMeshError(f"density must be positive, got {density}")
+            raise ModelError(f"density must be positive, got {density}")
         masses = np.zeros(len(self.vertices))
         np.add.at(masses, self.tets.ravel(), np.repeat(0.25 * density * self.tet_volumes(), 4))
         return masses
@@ -180,7 +177,7 @@ def _end_face_triangles(points, n, m):
     unique, counts = np.unique(edges, axis=0, return_counts=True)
     boundary = {tuple(e) for e in unique[counts == 1]}
     if boundary != {tuple(sorted(e)) for e in _section_ring_edges(n, m)}:
-        raise LinkMeshError("cannot triangulate the link cross-section: chambers too close to the walls")
+        raise ModelError("cannot triangulate the link cross-section: chambers too close to the walls")
     return triangles
 
 
@@ -249,7 +246,7 @@ def build_link_mesh(config, resolution):
     faces = _surface_faces(_end_face_triangles(section, n, m), n, m, section_count)
     nodes, tets, _, _ = tetgen.TetGen(vertices, faces.astype(np.int32)).tetrahedralize(**TETGEN_OPTIONS)
     if nodes.shape != vertices.shape or not np.array_equal(nodes, vertices):
-        raise LinkMeshError(f"TetGen added {len(nodes) - len(vertices)} points off the cross-sections")
+        raise ModelError(f"TetGen added {len(nodes) - len(vertices)} points off the cross-sections")
     tets = np.asarray(tets, dtype=np.int32)
     # Make every tetrahedron positively oriented whatever TetGen's convention.
     inverted = _tet_volumes(vertices, tets) < 0
@@ -270,45 +267,45 @@ def _link_mesh(vertices, tets, indices, *, source):
     """Validate the arrays of a link mesh and assemble the ``LinkMesh`` (rest lengths, surface)."""
     vertices = np.asarray(vertices, dtype=np.float64)
     if vertices.ndim != 2 or vertices.shape[1] != 3 or len(vertices) < 4:
-        raise LinkMeshError(f"{source}: expected at least 4 points of 3 coordinates, got shape {vertices.shape}")
+        raise ModelError(f"{source}: expected at least 4 points of 3 coordinates, got shape {vertices.shape}")
     if not np.isfinite(vertices).all():
-        raise LinkMeshError(f"{source}: point coordinates must be finite")
+        raise ModelError(f"{source}: point coordinates must be finite")
     count = len(vertices)
     tets = _index_array(tets, 4, count, "tets", source)
     if len(tets) == 0:
-        raise LinkMeshError(f"{source}: no tetrahedra")
+        raise ModelError(f"{source}: no tetrahedra")
     if (np.sort(tets, axis=1)[:, 1:] == np.sort(tets, axis=1)[:, :-1]).any():
-        raise LinkMeshError(f"{source}: a tetrahedron repeats a point")
+        raise ModelError(f"{source}: a tetrahedron repeats a point")
     volumes = _tet_volumes(vertices, tets)
     corners = vertices[tets]
     longest = np.linalg.norm(corners[:, :, None] - corners[:, None, :], axis=-1).max(axis=(1, 2))
     regular = longest**3 / (6.0 * np.sqrt(2.0))
     degenerate = np.abs(volumes) < DEGENERATE_TET_QUALITY * regular
     if degenerate.any():
-        raise LinkMeshError(f"{source}: tetrahedron {int(np.argmax(degenerate))} has zero volume")
+        raise ModelError(f"{source}: tetrahedron {int(np.argmax(degenerate))} has zero volume")
     if (volumes < 0).any():
-        raise LinkMeshError(f"{source}: tetrahedron {int(np.argmax(volumes < 0))} is inverted (negative volume)")
+        raise ModelError(f"{source}: tetrahedron {int(np.argmax(volumes < 0))} is inverted (negative volume)")
     unused = np.setdiff1d(np.arange(count), tets)
     if len(unused):
-        raise LinkMeshError(f"{source}: point {int(unused[0])} belongs to no tetrahedron")
+        raise ModelError(f"{source}: point {int(unused[0])} belongs to no tetrahedron")
     vertex_section = np.asarray(indices["vertex_section"])
     if vertex_section.shape != (count,) or not np.issubdtype(vertex_section.dtype, np.integer):
-        raise LinkMeshError(f"{source}: vertex_section must hold one integer per point")
+        raise ModelError(f"{source}: vertex_section must hold one integer per point")
     if vertex_section.min() < 0:
-        raise LinkMeshError(f"{source}: vertex_section must not be negative")
+        raise ModelError(f"{source}: vertex_section must not be negative")
 
     def distance_set(key):
         pairs = _index_array(indices[key], 2, count, key, source)
         rest_lengths = np.linalg.norm(vertices[pairs[:, 1]] - vertices[pairs[:, 0]], axis=1)
         if (rest_lengths == 0).any():
-            raise LinkMeshError(f"{source}: {key} pair {int(np.argmin(rest_lengths))} joins coincident points")
+            raise ModelError(f"{source}: {key} pair {int(np.argmin(rest_lengths))} joins coincident points")
         return DistanceSet(pairs=pairs, rest_lengths=rest_lengths)
 
     ends = []
     for key in ("end_particles_first", "end_particles_last"):
         particles = _index_array(indices[key], None, count, key, source)
         if len(particles) == 0:
-            raise LinkMeshError(f"{source}: {key} is empty")
+            raise ModelError(f"{source}: {key} is empty")
         ends.append(particles)
     return LinkMesh(
         vertices=vertices,
@@ -330,12 +327,12 @@ def _index_array(values, width, count, key, source):
     if values.size == 0:
         return np.zeros(shape, dtype=np.int32)
     if not np.issubdtype(values.dtype, np.integer):
-        raise LinkMeshError(f"{source}: {key} must hold integer indices, got {values.dtype}")
+        raise ModelError(f"{source}: {key} must hold integer indices, got {values.dtype}")
     if values.ndim != len(shape) or (width is not None and values.shape[1] != width):
         expected = "(p,)" if width is None else f"(p, {width})"
-        raise LinkMeshError(f"{source}: {key} must have shape {expected}, got {values.shape}")
+        raise ModelError(f"{source}: {key} must have shape {expected}, got {values.shape}")
     if values.min() < 0 or values.max() >= count:
-        raise LinkMeshError(f"{source}: {key} has an index outside 0..{count - 1}")
+        raise ModelError(f"{source}: {key} has an index outside 0..{count - 1}")
     return values.astype(np.int32)
 
 
@@ -369,11 +366,11 @@ def save_link_mesh(mesh, path):
             written = meshio.read(partial_mesh)
             # Some formats (STL, OBJ, ...) silently drop tetrahedra: refuse them.
             if sum(len(block.data) for block in written.cells if block.type == "tetra") != len(mesh.tets):
-                raise LinkMeshError(f"{path}: the format '{path.suffix}' cannot hold tetrahedra")
+                raise UsageError(f"{path}: the format '{path.suffix}' cannot hold tetrahedra")
             with open(partial_sidecar, "wb") as stream:
                 np.savez(stream, **arrays)
     except (OSError, meshio.ReadError, meshio.WriteError, ImportError) as exc:
-        raise LinkMeshError(f"{path}: cannot write the mesh: {exc}") from None
+        raise UsageError(f"{path}: cannot write the mesh: {exc}") from None
 
 
 def load_link_mesh(path):
@@ -381,26 +378,26 @@ def load_link_mesh(path):
 
     path: the mesh file (any meshio format with ``tetra`` cells); its sidecar
         ``<stem>.constraints.npz`` must sit beside it
-    Returns a validated ``LinkMesh``; raises LinkMeshError naming the file and the problem.
+    Returns a validated ``LinkMesh``; raises ModelError naming the file and the problem.
     """
     path = Path(path)
     sidecar = sidecar_path(path)
     try:
         data = meshio.read(path)
     except (OSError, meshio.ReadError, ImportError) as exc:
-        raise LinkMeshError(f"{path}: cannot read mesh: {exc}") from None
+        raise ModelError(f"{path}: cannot read mesh: {exc}") from None
     blocks = [block.data for block in data.cells if block.type == "tetra"]
     if not blocks:
-        raise LinkMeshError(f"{path}: no tetrahedra (meshio cell type 'tetra')")
+        raise ModelError(f"{path}: no tetrahedra (meshio cell type 'tetra')")
     try:
         stored = np.load(sidecar, allow_pickle=False)
     except (OSError, ValueError, zipfile.BadZipFile) as exc:
-        raise LinkMeshError(f"{sidecar}: cannot read constraint file: {exc}") from None
+        raise ModelError(f"{sidecar}: cannot read constraint file: {exc}") from None
     if not isinstance(stored, np.lib.npyio.NpzFile):
-        raise LinkMeshError(f"{sidecar}: not an .npz archive of named arrays")
+        raise ModelError(f"{sidecar}: not an .npz archive of named arrays")
     with stored:
         missing = [key for key in _SIDECAR_KEYS if key not in stored.files]
         if missing:
-            raise LinkMeshError(f"{sidecar}: missing array '{missing[0]}'")
+            raise ModelError(f"{sidecar}: missing array '{missing[0]}'")
         indices = {key: stored[key] for key in _SIDECAR_KEYS}
     return _link_mesh(data.points, np.concatenate(blocks), indices, source=str(path))

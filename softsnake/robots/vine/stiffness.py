@@ -60,6 +60,9 @@ and is positive for all P > 0.
 
 import numpy as np
 
+from softsnake.errors import ConfigError
+from softsnake.validation import finite_array, non_negative_array, positive_array
+
 EPS_CRIT_PRESSURE_MEAN = 6167.0
 """Centring of the eps_crit cubic fit [Pa]."""
 
@@ -77,28 +80,10 @@ _R_SERIES = (1.0, -1.0 / 10.0, 23.0 / 4200.0, -11.0 / 126000.0, 1097.0 / 3880800
 _H_SERIES = (1.0 / 5.0, 2.0 / 175.0, 2.0 / 2625.0, 148.0 / 3031875.0, 118.0 / 39414375.0)
 
 
-class StiffnessParameterError(ValueError):
-    """A bending-stiffness parameter is out of the range where the model is defined."""
-
-
-def _require_positive(name, value):
-    value = np.asarray(value, dtype=float)
-    if not np.all(np.isfinite(value)) or np.any(value <= 0.0):
-        raise StiffnessParameterError(f"{name} must be finite and > 0, got {value.tolist()}")
-    return value
-
-
-def _require_finite(name, value):
-    value = np.asarray(value, dtype=float)
-    if not np.all(np.isfinite(value)):
-        raise StiffnessParameterError(f"{name} must be finite, got {value.tolist()}")
-    return value
-
-
 def _require_eps(eps):
     eps = np.asarray(eps, dtype=float)
     if not np.all(np.isfinite(eps)) or np.any(eps <= 0.0) or np.any(eps >= 1.0):
-        raise StiffnessParameterError(f"eps_crit must lie in (0, 1), got {eps.tolist()}")
+        raise ConfigError(f"eps_crit must lie in (0, 1), got {eps.tolist()}")
     return eps
 
 
@@ -138,10 +123,8 @@ def linear_moment(theta, stiffness):
     theta: joint bending angle [rad] (scalar or array)
     stiffness: torsional stiffness K [N m/rad], >= 0
     """
-    theta = _require_finite("theta", theta)
-    stiffness = np.asarray(stiffness, dtype=float)
-    if not np.all(np.isfinite(stiffness)) or np.any(stiffness < 0.0):
-        raise StiffnessParameterError(f"stiffness must be finite and >= 0, got {stiffness.tolist()}")
+    theta = finite_array("theta", theta)
+    stiffness = non_negative_array("stiffness", stiffness)
     return _result(stiffness * theta)
 
 
@@ -151,10 +134,8 @@ def damping_moment(theta_rate, damping):
     theta_rate: joint bending rate [rad/s] (scalar or array)
     damping: torsional damping C [N m s/rad], >= 0
     """
-    theta_rate = _require_finite("theta_rate", theta_rate)
-    damping = np.asarray(damping, dtype=float)
-    if not np.all(np.isfinite(damping)) or np.any(damping < 0.0):
-        raise StiffnessParameterError(f"damping must be finite and >= 0, got {damping.tolist()}")
+    theta_rate = finite_array("theta_rate", theta_rate)
+    damping = non_negative_array("damping", damping)
     return _result(damping * theta_rate)
 
 
@@ -163,11 +144,11 @@ def eps_crit(pressure):
 
     pressure: internal pressure P [Pa], > 0
     """
-    pressure = _require_positive("pressure", pressure)
+    pressure = positive_array("pressure", pressure)
     s = (pressure - EPS_CRIT_PRESSURE_MEAN) / EPS_CRIT_PRESSURE_SCALE
     eps = _polynomial(EPS_CRIT_COEFFICIENTS, s)
     if np.any(eps >= 1.0):
-        raise StiffnessParameterError(
+        raise ConfigError(
             f"pressure {pressure.tolist()} Pa is beyond the eps_crit fit (eps_crit >= 1)")
     return _result(eps)
 
@@ -178,8 +159,8 @@ def fully_wrinkled_moment(pressure, radius):
     pressure: internal pressure P [Pa], > 0
     radius: tube radius R [m], > 0
     """
-    pressure = _require_positive("pressure", pressure)
-    radius = _require_positive("radius", radius)
+    pressure = positive_array("pressure", pressure)
+    radius = positive_array("radius", radius)
     return _result(np.pi * pressure * radius**3)
 
 
@@ -190,9 +171,9 @@ def comer_levy_moment(gamma0, pressure, radius):
     pressure: internal pressure P [Pa], > 0
     radius: tube radius R [m], > 0
     """
-    gamma0 = _require_finite("gamma0", gamma0)
+    gamma0 = finite_array("gamma0", gamma0)
     if np.any(gamma0 < 0.0) or np.any(gamma0 > np.pi):
-        raise StiffnessParameterError(f"gamma0 must lie in [0, pi], got {gamma0.tolist()}")
+        raise ConfigError(f"gamma0 must lie in [0, pi], got {gamma0.tolist()}")
     full = fully_wrinkled_moment(pressure, radius)
     return _result(full * _ratio_moment(np.pi - gamma0))
 
@@ -203,11 +184,11 @@ def wrinkling_angle(theta, eps):
     theta: joint bending angle [rad]; |theta| must be in [2 asin(eps), pi], where eq. 2 holds
     eps: wrinkling criterion eps_crit (dimensionless), in (0, 1)
     """
-    theta = np.abs(_require_finite("theta", theta))
+    theta = np.abs(finite_array("theta", theta))
     eps = _require_eps(eps)
     onset = 2.0 * np.arcsin(eps)
     if np.any(theta < onset) or np.any(theta > np.pi):
-        raise StiffnessParameterError(
+        raise ConfigError(
             f"eq. 2 needs 2 asin(eps_crit) <= |theta| <= pi, got theta {theta.tolist()} rad")
     u = 2.0 * np.arcsin(np.sqrt(np.minimum(eps / np.sin(0.5 * theta), 1.0)))
     return _result(np.pi - u)
@@ -237,7 +218,7 @@ def wrinkling_elastic_stiffness(pressure, radius, *, eps=None):
 
 def _wrinkling_terms(theta, pressure, radius, eps):
     """Shared set-up: |theta| clamped to pi, eps, onset, full moment, wrinkled mask, u."""
-    theta = _require_finite("theta", theta)
+    theta = finite_array("theta", theta)
     eps = _require_eps(eps_crit(pressure) if eps is None else eps)
     full = np.asarray(fully_wrinkled_moment(pressure, radius))
     magnitude = np.minimum(np.abs(theta), np.pi)

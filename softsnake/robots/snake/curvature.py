@@ -1,4 +1,4 @@
-"""``softsnake curvature``: steady link curvature against chamber over-pressure (seed 001, Fig. 5).
+"""Steady link curvature against chamber over-pressure (seed 001, Fig. 5; ``softsnake curvature``).
 
 One soft link lies between its two caps as on a test stand: the rear cap is held, the front cap
 is free. The link rests on a frictionless table, so gravity is balanced and left out. Every
@@ -20,19 +20,18 @@ import math
 from pathlib import Path
 
 import numpy as np
-from matplotlib.figure import Figure
 from tqdm import tqdm
 
 from softsnake.builder import ModelBuilder
-from softsnake.cli import UsageError
-from softsnake.output_files import save_png, write_csv
+from softsnake.errors import ConfigError
+from softsnake.output_files import write_csv
 from softsnake.solver import Solver
-from softsnake.units import pa_to_psi, psi_to_pa
+from softsnake.units import pa_to_psi
+from softsnake.validation import positive_number
 
-from .config import ConfigError, load_snake_config
-from .pressure import chamber_targets
-from .robot import add_link_stand, link_curvature
-from .simulation import DT_DEFAULT, cuda_available
+from .config import load_snake_config
+from .robot import add_link_stand, chamber_pressures, link_curvature
+from .simulation import DT_DEFAULT
 
 STAND_DAMPING_TIME = 0.2
 """Damping time of the stand's link [s]: about critical for its first bending mode (near 1 Hz
@@ -47,8 +46,6 @@ SETTLE_WINDOW = 0.25
 FIT_LIMIT_PSI = 8.0
 """Upper end of the linear fit on each side [psi]: the paper's safe, linear range (section VI-A)."""
 
-CSV_NAME = "curvature.csv"
-PNG_NAME = "curvature.png"
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -95,9 +92,8 @@ def simulate_curvature(pressures, *, cap_torques=None, config=None, resolution="
     torques = np.zeros_like(pressures) if cap_torques is None else np.asarray(cap_torques, dtype=np.float64)
     if torques.shape != pressures.shape or not np.all(np.isfinite(torques)):
         raise ConfigError("cap_torques must hold one finite torque [N m] per pressure")
-    for name, value in (("seconds", seconds), ("dt", dt)):
-        if not (math.isfinite(value) and value > 0.0):
-            raise ConfigError(f"{name} must be positive, got {value}")
+    positive_number("seconds", seconds, unit="s")
+    positive_number("dt", dt, unit="s")
     config = load_snake_config(resolution=resolution) if config is None else config
     config = dataclasses.replace(config, damping_time=damping_time)
 
@@ -110,10 +106,7 @@ def simulate_curvature(pressures, *, cap_torques=None, config=None, resolution="
     state, control = model.state(), model.control()
 
     count = pressures.size
-    channels = model.pressure_channel_world_start[:-1, None] + np.asarray(stand.links[0].channels)[None]
-    pressure = np.zeros(model.pressure_channel_count, dtype=np.float32)
-    pressure[channels.ravel()] = chamber_targets(pressures).ravel()
-    control.pressure.assign(pressure)
+    control.pressure.assign(chamber_pressures(model, stand.link_channels, pressures[:, None]))
     free_cap = model.body_world_start[:-1] + stand.module_bodies[0]
     wrench = np.zeros((model.body_count, 6), dtype=np.float32)
     wrench[free_cap, 5] = torques
@@ -183,97 +176,7 @@ def write_curvature_csv(path, sweep):
                for p, k, r in zip(sweep.pressure, sweep.curvature, sweep.residual)])
 
 
-def plot_curvature(path, sweep, summary, *, title):
-    """Fig. 5 layout: curvature against pressure with each side's linear fit (top) and the relative
-    deviation from the fit (bottom); written atomically."""
-    path = Path(path)
-    psi = pa_to_psi(sweep.pressure)
-    curvature = sweep.curvature
-    order = np.argsort(psi)
-    figure = Figure(figsize=(6.4, 5.6), layout="constrained")
-    top, bottom = figure.subplots(2, 1, sharex=True, height_ratios=(2, 1))
-    top.plot(psi[order], curvature[order], "o-", color="C3", markersize=4, label="simulation")
-    deviation = np.full_like(curvature, np.nan)
-    for side, sign, color in (("left", -1.0, "C0"), ("right", 1.0, "C2")):
-        def fit(p, side=side, sign=sign):
-            return sign * (summary[f"{side}_slope"] * sign * p + summary[f"{side}_intercept"])
-
-        line = np.linspace(0.0, FIT_LIMIT_PSI, 2) * sign
-        top.plot(line, fit(line), "--", color=color,
-                 label=f"{side} fit 0-{FIT_LIMIT_PSI:g} psi, R$^2$ = {summary[f'{side}_r2']:.5f}")
-        chosen = sign * psi > 0
-        deviation[chosen] = 100.0 * (curvature[chosen] / fit(psi[chosen]) - 1.0)
-    top.axvspan(-FIT_LIMIT_PSI, FIT_LIMIT_PSI, color="0.9", zorder=0)
-    top.set_ylabel("curvature [1/m]")
-    top.grid(alpha=0.3)
-    top.legend(fontsize=8)
-    top.set_title(title, fontsize=10)
-    bottom.plot(psi[order], deviation[order], "o-", color="C3", markersize=4)
-    bottom.axhline(0.0, color="0.4", linewidth=0.8)
-    bottom.set_xlabel("over-pressure [psi]  (< 0 left chamber, > 0 right chamber)")
-    bottom.set_ylabel("deviation from fit [%]")
-    bottom.grid(alpha=0.3)
-    save_png(figure, path)
-
-
 def pressure_grid(min_psi, max_psi, step_psi):
     """Pressures from min_psi to max_psi in step_psi steps, both ends included [psi]."""
     count = int(math.floor((max_psi - min_psi) / step_psi + 1e-9)) + 1
     return min_psi + step_psi * np.arange(count)
-
-
-def add_arguments(parser):
-    parser.add_argument("--out", default=".", help="output folder (default: current folder)")
-    parser.add_argument("--resolution", default="coarse", choices=("paper", "coarse"),
-                        help="link mesh resolution (default: %(default)s)")
-    parser.add_argument("--device", default="cpu", help="Warp device, cpu or cuda (default: %(default)s)")
-    parser.add_argument("--seconds", type=float, default=SECONDS_DEFAULT,
-                        help="simulated time to steady state [s] (default: %(default)g)")
-    parser.add_argument("--min-psi", type=float, default=-10.0, help="lowest over-pressure [psi] (default: -10)")
-    parser.add_argument("--max-psi", type=float, default=10.0, help="highest over-pressure [psi] (default: 10)")
-    parser.add_argument("--step-psi", type=float, default=1.0, help="pressure step [psi] (default: 1)")
-
-
-def check_device(device):
-    """UsageError unless ``device`` is "cpu" or a CUDA device that exists."""
-    if device == "cpu":
-        return
-    if not device.startswith("cuda"):
-        raise UsageError(f"--device must be cpu or cuda, got {device!r}")
-    if not cuda_available():
-        raise UsageError(f"--device {device}: no CUDA GPU is available on this machine")
-
-
-def run(args):
-    check_device(args.device)
-    for name, value in (("--seconds", args.seconds), ("--step-psi", args.step_psi)):
-        if not math.isfinite(value) or value <= 0.0:
-            raise UsageError(f"{name} must be a positive number, got {value}")
-    if not (math.isfinite(args.min_psi) and math.isfinite(args.max_psi)) or args.min_psi >= args.max_psi:
-        raise UsageError(f"need --min-psi < --max-psi, got {args.min_psi} and {args.max_psi}")
-    out = Path(args.out)
-    if out.exists() and not out.is_dir():
-        raise UsageError(f"--out {out} is a file, not a folder")
-    psi = pressure_grid(args.min_psi, args.max_psi, args.step_psi)
-    try:
-        sweep = simulate_curvature(psi_to_pa(psi), resolution=args.resolution, device=args.device,
-                                   seconds=args.seconds)
-        summary = summarize_curvature(sweep)
-    except ConfigError as exc:
-        raise UsageError(str(exc)) from None
-    out.mkdir(parents=True, exist_ok=True)
-    write_curvature_csv(out / CSV_NAME, sweep)
-    plot_curvature(out / PNG_NAME, sweep, summary,
-                   title=f"Link curvature vs pressure ({args.resolution} mesh, {args.seconds:g} s per run)")
-    print(f"{len(psi)} pressures, {args.resolution} mesh, {args.seconds:g} s each")
-    print(" psi   curvature [1/m]")
-    for p, k in zip(psi, sweep.curvature):
-        print(f"{p:5.1f}  {k:10.4f}")
-    for side in ("left", "right"):
-        print(f"{side:5s}: slope {summary[f'{side}_slope']:.4f} 1/m per psi, R^2 {summary[f'{side}_r2']:.5f} "
-              f"(0-{FIT_LIMIT_PSI:g} psi)")
-    print(f"symmetry: slopes differ by {summary['symmetry_percent']:.2f} %")
-    print(f"zero pressure: curvature {summary['zero_curvature']:.2e} 1/m")
-    print(f"settling: largest change over the last {SETTLE_WINDOW:g} s {summary['max_residual']:.2e} 1/m")
-    print(f"wrote {out / CSV_NAME} and {out / PNG_NAME}")
-    return 0

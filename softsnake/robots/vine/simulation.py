@@ -13,7 +13,7 @@ commanded rates are control arrays (``Control.prismatic_rate``) set once per ste
 
 Steering (seed 004: pneumatic artificial muscles set a constant curvature). Each pin has an
 antagonistic pair of muscle chambers driven by a signed pressure command through the chamber
-latency model of softsnake.snake.pressure (PressureLatency). The differential chamber pressure
+latency model of softsnake.robots.actuation (PressureLatency). The differential chamber pressure
 sets the rest curvature linearly, kappa = kappa_max dp / p_supply, with kappa_max
 ``STEERING_CURVATURE_MAX`` (the curvature limit of seed 004's robot, reached at the supply
 pressure: seed 004 gives no pressure-curvature map, so this linear map is an assumption). The
@@ -28,11 +28,15 @@ from dataclasses import dataclass
 import numpy as np
 
 from softsnake.builder import ModelBuilder
-from softsnake.snake.pressure import PressureLatency
+from softsnake.errors import ConfigError
+from softsnake.output_files import replaced_when_complete
 from softsnake.solver import Solver
 from softsnake.units import psi_to_pa
-from softsnake.vine.reference import rollout_length
-from softsnake.vine.robot import pin_rest_angles, vine_world
+from softsnake.validation import positive_integer, positive_number
+
+from ..actuation import PressureLatency
+from .reference import rollout_length
+from .robot import pin_rest_angles, vine_world
 
 GROWTH_MODES = ("uniform", "tip")
 """Names accepted by VineBatch(growth=...)."""
@@ -69,10 +73,6 @@ def solver_settings(link_count, solver_options=None, *, friction=0.0):
     if friction > 0.0:
         settings["warm_start"] = False
     return {**settings, **(solver_options or {})}
-
-
-class VineSimulationError(ValueError):
-    """Bad input to a vine rollout (one-line message)."""
 
 
 @dataclass(frozen=True)
@@ -112,10 +112,9 @@ class VineRollout:
 def specs_from_scene(scene, *, vine_count=1, heading_spread=0.0):
     """``vine_count`` VineSpecs of a scene with launch angles spread evenly over ``heading_spread`` [rad]
     centred on the scene's heading (one vine: the scene's heading)."""
-    if isinstance(vine_count, bool) or not isinstance(vine_count, int) or vine_count < 1:
-        raise VineSimulationError(f"vine count must be a positive integer, got {vine_count!r}")
+    positive_integer("vine count", vine_count)
     if not (math.isfinite(heading_spread) and heading_spread >= 0.0):
-        raise VineSimulationError(f"heading spread must be a non-negative angle [rad], got {heading_spread}")
+        raise ConfigError(f"heading spread must be a non-negative angle [rad], got {heading_spread}")
     offsets = np.linspace(-0.5, 0.5, vine_count) * heading_spread if vine_count > 1 else np.zeros(1)
     return [VineSpec(scene.vine, tuple(scene.obstacles), scene.vine.heading + float(o)) for o in offsets]
 
@@ -131,12 +130,12 @@ def steering_pressure(curvature):
 
 
 def batch_link_count(specs):
-    """The link count shared by every VineSpec of a batch (VineSimulationError if none or they differ)."""
+    """The link count shared by every VineSpec of a batch (ConfigError if none or they differ)."""
     if not specs:
-        raise VineSimulationError("a batch needs at least one vine")
+        raise ConfigError("a batch needs at least one vine")
     links = {spec.vine.link_count for spec in specs}
     if len(links) != 1:
-        raise VineSimulationError(f"all vines of a batch need the same link count, got {sorted(links)}")
+        raise ConfigError(f"all vines of a batch need the same link count, got {sorted(links)}")
     return links.pop()
 
 
@@ -160,12 +159,12 @@ class VineBatch:
         specs = list(specs)
         link_count = batch_link_count(specs)
         if growth not in GROWTH_MODES:
-            raise VineSimulationError(f"growth must be one of {', '.join(GROWTH_MODES)}, got {growth!r}")
+            raise ConfigError(f"growth must be one of {', '.join(GROWTH_MODES)}, got {growth!r}")
         if growth == "tip" and not (link_extension_max is not None and math.isfinite(link_extension_max)
                                     and link_extension_max > 0.0):
-            raise VineSimulationError(f"tip growth needs a positive link_extension_max [m], got {link_extension_max}")
+            raise ConfigError(f"tip growth needs a positive link_extension_max [m], got {link_extension_max}")
         if growth == "tip" and stall_force is not None:
-            raise VineSimulationError("a growth stall force needs uniform growth (grown links of tip growth must not give way)")
+            raise ConfigError("a growth stall force needs uniform growth (grown links of tip growth must not give way)")
         self.specs = specs
         self.growth = growth
         self.link_extension_max = link_extension_max
@@ -199,9 +198,9 @@ class VineBatch:
         """Change the total growth rate of every vine [m/s] (scalar or (V,)), from the next step on."""
         rate = np.broadcast_to(np.asarray(growth_rate, dtype=float), (self.vine_count,))
         if not np.all(np.isfinite(rate)):
-            raise VineSimulationError(f"growth rates must be finite [m/s], got {rate.tolist()}")
+            raise ConfigError(f"growth rates must be finite [m/s], got {rate.tolist()}")
         if self.growth == "tip" and np.any(rate < 0.0):
-            raise VineSimulationError("tip growth cannot retract: growth rates must be >= 0")
+            raise ConfigError("tip growth cannot retract: growth rates must be >= 0")
         self.growth_rate = rate.copy()
         if self.growth == "uniform":
             per_link = np.repeat((self.growth_rate / self.link_count)[:, None], self.link_count, axis=1)
@@ -222,8 +221,7 @@ class VineBatch:
         steering: signed muscle pressure command [Pa], broadcastable to (vines, pins), held over
             the step; None keeps the previous command's pressures relaxing toward zero.
         """
-        if not (isinstance(dt, (int, float)) and math.isfinite(dt) and dt > 0.0):
-            raise VineSimulationError(f"dt must be a positive time step [s], got {dt}")
+        positive_number("dt", dt, unit="s")
         rates = self._rates(dt)
         if self.growth == "tip":
             self.control.prismatic_rate.assign(rates.ravel().astype(np.float32))
@@ -257,6 +255,31 @@ def lengths_of(poses, half_length):
     return np.stack([rollout_length(poses[..., v, :, :], half_length=d) for v, d in enumerate(half_length)], axis=-1)
 
 
+def pin_points(poses, half_length):
+    """Backbone polyline through the base, every pin and the tip [m], (..., links + 1, 2).
+
+    poses: (..., B, 3) body centres and angles [m, rad]; half_length: body half-length [m],
+    broadcastable to poses.shape[:-2]
+    """
+    d = np.asarray(half_length, dtype=float)[..., None, None]
+    ends = poses[..., [*range(0, poses.shape[-2], 2), poses.shape[-2] - 1], :]
+    sign = np.ones(ends.shape[-2])
+    sign[:-1] = -1.0
+    direction = np.stack([np.cos(ends[..., 2]), np.sin(ends[..., 2])], axis=-1)
+    return ends[..., :2] + d * sign[:, None] * direction
+
+
+def write_tips_csv(path, times, headings, tips, lengths):
+    """Tip paths as CSV (one row per recorded time and vine), written atomically."""
+    frames, vines = tips.shape[:2]
+    table = np.column_stack([
+        np.repeat(times, vines), np.tile(np.arange(vines), frames), np.tile(headings, frames),
+        tips.reshape(-1, 2), lengths.reshape(-1)])
+    with replaced_when_complete(path) as temporary:
+        np.savetxt(temporary, table, delimiter=",", fmt=["%.6f", "%d", "%.6f", "%.6f", "%.6f", "%.6f"],
+                   header="time_s,vine,heading_rad,tip_x_m,tip_y_m,length_m", comments="")
+
+
 def rollout(batch, steps, dt, *, steering=None, record_every=1):
     """Run a batch for ``steps`` steps of ``dt`` [s] and record its states.
 
@@ -265,10 +288,8 @@ def rollout(batch, steps, dt, *, steering=None, record_every=1):
     record_every: record every this many steps (and the initial state)
     Returns a VineRollout.
     """
-    if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
-        raise VineSimulationError(f"steps must be a positive integer, got {steps!r}")
-    if isinstance(record_every, bool) or not isinstance(record_every, int) or record_every < 1:
-        raise VineSimulationError(f"record_every must be a positive integer, got {record_every!r}")
+    positive_integer("steps", steps)
+    positive_integer("record_every", record_every)
     times, poses = [batch.time], [batch.poses()]
     for k in range(1, steps + 1):
         command = steering(batch.time, batch) if callable(steering) else steering

@@ -21,7 +21,10 @@ from pathlib import Path
 
 import numpy as np
 
-from softsnake.vine.scene import ObstacleRectangle
+from softsnake.errors import ConfigError
+
+from ..assets import REPOSITORY_ROOT
+from .scene import ObstacleRectangle
 
 INCH = 0.0254
 """Metres per inch."""
@@ -42,10 +45,6 @@ WALL_FIT_STEPS_PER_FRAME = 3
 """Simulation steps of 1/90 s between two video frames of the wall-fit video."""
 
 _ENVIRONMENT_VARIABLE = "SOFTSNAKE_REFERENCE"
-
-
-class ReferenceDataError(ValueError):
-    """The reference folder or one of its files is missing or malformed."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -76,9 +75,22 @@ class WallFitReference:
     fit_initial_guess_z0: np.ndarray
     published_tip_x_mae: float
 
+    def initial_state(self):
+        """The first state of the original fit's initial guess in SI units: body poses (10, 3) and
+        velocities (10, 3) [m, rad, m/s, rad/s] (``fit_initial_guess_z0`` is in mm)."""
+        poses = self.fit_initial_guess_z0[:30].reshape(10, 3).copy()
+        velocities = self.fit_initial_guess_z0[30:60].reshape(10, 3).copy()
+        poses[:, :2] *= MILLIMETRE
+        velocities[:, :2] *= MILLIMETRE
+        return poses, velocities
+
+    def frame_steps(self, dt):
+        """The simulation step of each video frame for steps of ``dt`` [s], (8,) integers."""
+        return np.round(self.frame_times / dt).astype(int)
+
 
 def reference_folder(folder=None):
-    """The vine reference folder as a Path; ReferenceDataError if it does not exist.
+    """The vine reference folder as a Path; ConfigError if it does not exist.
 
     folder: explicit folder (str or Path); default: $SOFTSNAKE_REFERENCE/vine, else
         ../shared/reference/vine relative to the repository root
@@ -88,17 +100,16 @@ def reference_folder(folder=None):
     elif os.environ.get(_ENVIRONMENT_VARIABLE):
         path = Path(os.environ[_ENVIRONMENT_VARIABLE]) / "vine"
     else:
-        repository_root = Path(__file__).resolve().parents[2]
-        path = repository_root.parent / "shared" / "reference" / "vine"
+        path = REPOSITORY_ROOT.parent / "shared" / "reference" / "vine"
     if not path.is_dir():
-        raise ReferenceDataError(
+        raise ConfigError(
             f"vine reference folder not found: {path} (pass folder= or set {_ENVIRONMENT_VARIABLE})")
     return path
 
 
 def _existing_file(path):
     if not path.is_file():
-        raise ReferenceDataError(f"reference file not found: {path}")
+        raise ConfigError(f"reference file not found: {path}")
     return path
 
 
@@ -108,7 +119,7 @@ def _indexed_file(folder, pattern, index, what):
     if not path.exists():
         stem, suffix = pattern.split("{}")
         available = sorted(p.name[len(stem):len(p.name) - len(suffix)] for p in folder.glob(pattern.format("*")))
-        raise ReferenceDataError(f"no {what} {index} in {folder} (available: {', '.join(available) or 'none'})")
+        raise ConfigError(f"no {what} {index} in {folder} (available: {', '.join(available) or 'none'})")
     return path
 
 
@@ -124,7 +135,7 @@ def load_jitosho_rollout(n, *, folder=None):
     data = np.loadtxt(path, delimiter=",", skiprows=1, ndmin=2)
     columns = 2 * 3 * JITOSHO_BODY_COUNT
     if data.shape[1] != columns:
-        raise ReferenceDataError(f"{path}: expected {columns} columns (q then v), found {data.shape[1]}")
+        raise ConfigError(f"{path}: expected {columns} columns (q then v), found {data.shape[1]}")
     steps = data.shape[0]
     q = data[:, :columns // 2].reshape(steps, JITOSHO_BODY_COUNT, 3)
     v = data[:, columns // 2:].reshape(steps, JITOSHO_BODY_COUNT, 3)
@@ -141,7 +152,7 @@ def load_jitosho_obstacles(n, *, folder=None):
     path = _indexed_file(reference_folder(folder) / "jitosho_cluttered", "obstacles_{}.txt", n, "obstacle file")
     rows = np.loadtxt(path, ndmin=2) * INCH
     if rows.shape[1] != 4:
-        raise ReferenceDataError(f"{path}: expected lines 'x y w h', found {rows.shape[1]} columns")
+        raise ConfigError(f"{path}: expected lines 'x y w h', found {rows.shape[1]} columns")
     return [ObstacleRectangle(center=(x + w / 2, y + h / 2), size=(w, h), key=f"{path.name} line {line}")
             for line, (x, y, w, h) in enumerate(rows.tolist(), start=1)]
 
@@ -194,10 +205,10 @@ def load_chen_video(k, *, folder=None):
     points = np.load(_existing_file(video / "points.npy"))
     walls = np.load(_existing_file(video / "walls.npy")).astype(float)
     if points.ndim != 3 or points.shape[2] != 2 or walls.ndim != 3 or walls.shape[1:] != (2, 2):
-        raise ReferenceDataError(f"{video}: points must be (T, 1+N, 2) and walls (S, 2, 2)")
+        raise ConfigError(f"{video}: points must be (T, 1+N, 2) and walls (S, 2, 2)")
     counts = points[:, 0, 0].astype(int)
     if np.any(counts < 0) or np.any(counts > points.shape[1] - 1):
-        raise ReferenceDataError(f"{video}/points.npy: point counts outside 0..{points.shape[1] - 1}")
+        raise ConfigError(f"{video}/points.npy: point counts outside 0..{points.shape[1] - 1}")
     frames = [points[t, 1:count + 1].copy() for t, count in enumerate(counts)]
     walls[:, :, 1] *= -1.0
     return frames, walls
@@ -226,7 +237,7 @@ def rollout_length(q, *, half_length=JITOSHO_HALF_LENGTH):
     """
     q = np.asarray(q, dtype=float)
     if q.shape[-2] % 2:
-        raise ReferenceDataError(f"pin/prismatic vines have an even number of bodies, got {q.shape[-2]}")
+        raise ConfigError(f"pin/prismatic vines have an even number of bodies, got {q.shape[-2]}")
     centres = q[..., :2]
     gaps = np.linalg.norm(centres[..., 1::2, :] - centres[..., 0::2, :], axis=-1)
     return np.sum(gaps + 2.0 * half_length, axis=-1)
