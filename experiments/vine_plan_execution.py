@@ -1,4 +1,4 @@
-"""Execute the seed 004 planner's best plan for assets/vine/planner_navigation.toml on the dynamic vine.
+"""Execute the seed 004 planner's best plan for softsnake/assets/vine/planner_navigation.toml on the dynamic vine.
 
 The planner (softsnake/robots/vine/planner.py) returns its best feasible plan, O2: a passive section that
 leans on obstacle O2, bent by the contact as a point-loaded cantilever (seed 004 eqs. 3-4), and an

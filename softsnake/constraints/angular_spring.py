@@ -18,7 +18,7 @@ from softsnake.kernels.entities import body_frame, nonnegative, write_body_block
 from softsnake.spatial import quat_inverse, quat_multiply, quat_to_matrix
 from softsnake.validation import finite_value, non_negative_value, positive_value, unit_axis
 
-from .base import ConstraintType, Field, joint_entities, upload_array
+from .base import ConstraintType, Field, joint_entities, joint_fields, upload_array
 
 
 @wp.func
@@ -114,9 +114,7 @@ class AngularSpring(ConstraintType):
     label = "angular spring"
     planar_axis = "normal"
     fields = (
-        Field("body_a", int, "", "first body, -1 for the static world", index="body"),
-        Field("body_b", int, "", "second body", index="body"),
-        Field("axis_a", wp.vec3, "", "unit spring axis in a's frame"),
+        *joint_fields("unit spring axis in a's frame", anchors=False),
         Field("rest_rotation", wp.quat, "", "rotation of b relative to a at rest, q0 = q_a^-1 q_b at build time"),
         Field("stiffness", float, "N m/rad", "linear stiffness K (a moment curve's steepest slope)"),
         Field("damping", float, "N m s/rad", "damping C"),

@@ -157,6 +157,18 @@ class ConstraintType(ItemKind):
         raise NotImplementedError
 
 
+def joint_fields(axis_doc, anchors=True):
+    """The fields every joint between body_a (-1: the static world) and body_b starts with: the two
+    bodies, their anchors (the joint point in each body's frame) and the joint's axis in a's frame."""
+    fields = [Field("body_a", int, "", "first body, -1 for the static world", index="body"),
+              Field("body_b", int, "", "second body", index="body")]
+    if anchors:
+        fields += [Field("anchor_a", wp.vec3, "m", "joint point in a's frame (world frame for the static world)",
+                         world_anchor_of="body_a"),
+                   Field("anchor_b", wp.vec3, "m", "joint point in b's frame")]
+    return (*fields, Field("axis_a", wp.vec3, "", axis_doc))
+
+
 def joint_entities(columns, particle_count):
     """Entities of joints between body_a (-1: the static world) and body_b: (P + a, P + b), or
     (P + b, -1) for a joint to the static world, whose rows touch only b."""

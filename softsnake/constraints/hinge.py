@@ -14,7 +14,7 @@ from softsnake.kernels.entities import body_frame, nonnegative, write_body_block
 from softsnake.spatial import perpendicular_pair, quat_to_matrix
 from softsnake.validation import non_negative_value, unit_axis, vector
 
-from .base import ConstraintType, Field, joint_entities
+from .base import ConstraintType, Field, joint_entities, joint_fields
 
 HINGE_ROWS = wp.constant(5)
 HINGE_ROWS_PLANAR = wp.constant(2)
@@ -93,12 +93,7 @@ class Hinge(ConstraintType):
     label = "hinge"
     planar_axis = "normal"
     fields = (
-        Field("body_a", int, "", "first body, -1 for the static world", index="body"),
-        Field("body_b", int, "", "second body", index="body"),
-        Field("anchor_a", wp.vec3, "m", "joint point in a's frame (world frame for the static world)",
-              world_anchor_of="body_a"),
-        Field("anchor_b", wp.vec3, "m", "joint point in b's frame"),
-        Field("axis_a", wp.vec3, "", "unit hinge axis in a's frame"),
+        *joint_fields("unit hinge axis in a's frame"),
         Field("normal_b1", wp.vec3, "", "first unit vector perpendicular to the axis, in b's frame"),
         Field("normal_b2", wp.vec3, "", "second unit vector perpendicular to the axis, in b's frame"),
         Field("compliance", float, "m/N", "inverse stiffness of every row (0: rigid)"),

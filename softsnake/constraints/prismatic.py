@@ -34,7 +34,7 @@ from softsnake.kernels.entities import body_frame, nonnegative, write_body_block
 from softsnake.spatial import perpendicular_pair, quat_inverse, quat_multiply, quat_to_matrix
 from softsnake.validation import finite_value, non_negative_value, unit_axis, vector
 
-from .base import ConstraintType, Field, joint_entities
+from .base import ConstraintType, Field, joint_entities, joint_fields
 
 ROTATION_ROWS = wp.constant(3)
 """Rows that lock the relative rotation (planar: 1, about z)."""
@@ -165,12 +165,7 @@ class Prismatic(ConstraintType):
     label = "prismatic"
     planar_axis = "in_plane"
     fields = (
-        Field("body_a", int, "", "first body, -1 for the static world", index="body"),
-        Field("body_b", int, "", "second body", index="body"),
-        Field("anchor_a", wp.vec3, "m", "joint point in a's frame (world frame for the static world)",
-              world_anchor_of="body_a"),
-        Field("anchor_b", wp.vec3, "m", "joint point in b's frame"),
-        Field("axis_a", wp.vec3, "", "unit sliding axis in a's frame"),
+        *joint_fields("unit sliding axis in a's frame"),
         Field("normal_a1", wp.vec3, "", "first unit vector perpendicular to the axis, in a's frame"),
         Field("normal_a2", wp.vec3, "", "second unit vector perpendicular to the axis, in a's frame"),
         Field("rest_rotation", wp.quat, "", "rotation of b relative to a, locked: q0 = q_a^-1 q_b at build time"),

@@ -1,7 +1,7 @@
 """The soft snake's parameter file: load ``snake.toml`` into frozen dataclasses and validate it.
 
 Every parameter of the four-link snake lives in one TOML file (the shipped one is
-``assets/snake/snake.toml``). All values are SI (m, kg, s, Pa). The file's layout mirrors the
+``softsnake/assets/snake/snake.toml``). All values are SI (m, kg, s, Pa). The file's layout mirrors the
 dataclasses below: top-level scalars of ``SnakeConfig`` and the tables ``[material]``, ``[link]``
 (with ``[link.resolution.<name>]`` sub-tables), ``[cap]`` and ``[wheel]``.
 
@@ -21,7 +21,7 @@ from types import MappingProxyType
 from softsnake.errors import ConfigError
 from softsnake.validation import integer, naming_file, non_negative, number, positive, read_toml
 
-from ..assets import asset_folders
+from ..assets import asset_folder
 
 
 @dataclass(frozen=True)
@@ -316,19 +316,17 @@ def snake_config_from_dict(data, *, resolution="paper"):
 
 
 def default_config_path():
-    """Path of the shipped ``snake.toml`` (``softsnake.robots.assets``: ``assets/`` beside the
-    package in a source checkout, ``softsnake/assets/`` in an installed copy)."""
-    candidates = [folder / "snake.toml" for folder in asset_folders("snake")]
-    for candidate in candidates:
-        if candidate.is_file():
-            return candidate
-    raise ConfigError(f"shipped snake.toml not found (looked in {candidates[0]} and {candidates[1]})")
+    """Path of the shipped ``snake.toml`` (``softsnake/assets/snake/``)."""
+    path = asset_folder("snake") / "snake.toml"
+    if not path.is_file():
+        raise ConfigError(f"shipped snake.toml not found at {path}")
+    return path
 
 
 def load_snake_config(path=None, resolution="paper"):
     """Load and validate a snake parameter file.
 
-    path: the TOML file; None loads the shipped ``assets/snake/snake.toml``
+    path: the TOML file; None loads the shipped ``softsnake/assets/snake/snake.toml``
     resolution: name of the link mesh resolution to select (``[link.resolution.<name>]``)
     Returns a ``SnakeConfig``; raises ConfigError with a one-line message naming file and key.
     """

@@ -38,8 +38,7 @@ Bad input raises ``ConfigError`` with a one-line message naming the file and the
 themselves, so scenes built in code are checked the same way.
 
 ``load_scene`` also accepts the name of a shipped scene (``load_scene("planner_navigation")``),
-looked up in ``assets/vine/`` beside the package (source checkout) or in ``softsnake/assets/vine/``
-(installed copy).
+looked up in ``softsnake/assets/vine/``.
 """
 
 import math
@@ -51,7 +50,7 @@ import numpy as np
 from softsnake.errors import ConfigError
 from softsnake.validation import float_field, integer, naming_file, non_negative, pair, positive, read_toml, value_range
 
-from ..assets import asset_folders
+from ..assets import asset_folder
 
 
 STIFFNESS_MODELS = ("linear", "wrinkling")
@@ -414,9 +413,8 @@ def scene_from_dict(data, *, source="<dict>", default_name="scene"):
 
 
 def shipped_scene_dirs():
-    """Folders searched for shipped scenes: ``assets/vine`` beside the package (source checkout),
-    then ``softsnake/assets/vine`` (installed copy)."""
-    return asset_folders("vine")
+    """Folders searched for shipped scenes: ``softsnake/assets/vine``."""
+    return [asset_folder("vine")]
 
 
 def shipped_scene_names():

@@ -11,7 +11,6 @@ import warp as wp
 import softsnake.constraints
 import softsnake.kernels
 
-wp.config.quiet = True
 
 def kernel_modules():
     """Every module of the two kernel packages that defines a Warp kernel."""

@@ -5,18 +5,14 @@ a GPU the same tests run on "cuda" too (SOFTSNAKE_TEST_DEVICES=cpu,cuda).
 """
 
 import math
-import os
 
 import numpy as np
 import pytest
-import warp as wp
 
 import softsnake
 from softsnake.spatial import quat_from_axis_angle
 
-wp.config.quiet = True
 G = 9.81
-DEVICES = os.environ.get("SOFTSNAKE_TEST_DEVICES", "cpu").split(",")
 
 
 def run(model, seconds, dt=1.0 / 120.0, record=None, **solver_options):
@@ -39,7 +35,6 @@ def particle_position(state):
     return state.particle_q.numpy()[0].copy()
 
 
-@pytest.mark.parametrize("device", DEVICES)
 def test_free_fall_matches_implicit_euler_and_converges(device):
     """Implicit Euler free fall: x_n = x_0 - g h^2 n (n + 1) / 2 (to float32 rounding, 1e-4 m);
     its error g h T / 2 vanishes with h: < 1e-3 m after 1 s at h = 1e-4 s.
@@ -64,7 +59,6 @@ def test_free_fall_matches_implicit_euler_and_converges(device):
     assert abs(state.body_q.numpy()[body, 2] - analytic) < 1e-3
 
 
-@pytest.mark.parametrize("device", DEVICES)
 def test_free_fall_with_changing_steps_and_states(device):
     """The solver replays recorded launches; a new step length or new state arrays must be honoured.
 
@@ -121,7 +115,6 @@ def zero_crossing_period(t, signal):
     return float(np.mean(np.diff(times)))
 
 
-@pytest.mark.parametrize("device", DEVICES)
 def test_particle_pendulum_period(device):
     """Particle on a rigid distance constraint: T = 2 pi sqrt(L / g) (1 + theta0^2 / 16) within 1 %."""
     L, theta0 = 0.5, 0.1
@@ -137,7 +130,6 @@ def test_particle_pendulum_period(device):
     assert abs(period / expected - 1) < 0.01
 
 
-@pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("joint", ["hinge", "attachment"])
 def test_body_pendulum_period(device, joint):
     """Rigid rod swinging on a hinge (or hanging from an attachment): T = 2 pi sqrt(I_pivot / (m g d)) within 1 %."""
@@ -161,7 +153,6 @@ def test_body_pendulum_period(device, joint):
     assert abs(period / expected - 1) < 0.01
 
 
-@pytest.mark.parametrize("device", DEVICES)
 def test_planar_body_pendulum_period(device):
     """Rod on a hinge about z in a planar model (two hinge rows), gravity along -y:
     T = 2 pi sqrt(I_pivot / (m g d)) (1 + theta0^2 / 16) within 1 %."""
@@ -182,7 +173,6 @@ def test_planar_body_pendulum_period(device):
     assert abs(period / expected - 1) < 0.01
 
 
-@pytest.mark.parametrize("device", DEVICES)
 def test_resting_on_ground(device):
     """A particle and a box resting on the ground for 2 s: sink < 1 mm, drift < 1 mm."""
     b = softsnake.ModelBuilder()
@@ -220,7 +210,6 @@ def slope_run(device, mu, angle, footprint):
     return np.arange(1, len(xs) + 1) * dt, (xs - xs[0]) @ down
 
 
-@pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("mu", [0.3, 0.6])
 @pytest.mark.parametrize("margin", [-0.15, -0.06])
 def test_box_sticks_on_slope(device, mu, margin):
@@ -230,7 +219,6 @@ def test_box_sticks_on_slope(device, mu, margin):
     assert np.abs(along).max() < 1e-3
 
 
-@pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("mu", [0.3, 0.6])
 @pytest.mark.parametrize("margin", [0.06, 0.2])
 @pytest.mark.parametrize("footprint", ["point", "box"])
@@ -247,7 +235,6 @@ def test_sliding_on_slope(device, mu, margin, footprint):
     assert abs(acc / expected - 1) < 0.05
 
 
-@pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("mu", [0.3, 0.8])
 def test_stopping_distance(device, mu):
     """A particle sliding on flat ground from v0 stops after v0^2 / (2 mu g), within 5 %."""
@@ -261,7 +248,6 @@ def test_stopping_distance(device, mu):
     assert abs(xs[-1, 0] / (v0 * v0 / (2 * mu * G)) - 1) < 0.05
 
 
-@pytest.mark.parametrize("device", DEVICES)
 def test_sphere_rolls_down_slope(device):
     """A solid sphere on a slope with enough friction rolls: acceleration (5/7) g sin(angle), within 5 %."""
     angle, r, m = math.radians(20), 0.05, 1.0
@@ -279,7 +265,6 @@ def test_sphere_rolls_down_slope(device):
     assert abs(acc / (5.0 / 7.0 * G * math.sin(angle)) - 1) < 0.05
 
 
-@pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("mu", [0.0, 0.5])
 def test_soft_block_sags_under_own_weight(device, mu):
     """A soft block (nu = 0) resting on the ground sags by rho g H^2 / (2 Y) under its own weight, within 2 %.

@@ -1,17 +1,12 @@
 """Many worlds: batch independence, determinism, and the non-finite state check."""
 
-import os
 
 import numpy as np
 import pytest
-import warp as wp
 
 import softsnake
 from softsnake.meshing import box_tet_mesh
 from softsnake.memory import array_bytes
-
-wp.config.quiet = True
-DEVICES = os.environ.get("SOFTSNAKE_TEST_DEVICES", "cpu").split(",")
 
 
 def world_builder(k):
@@ -37,7 +32,6 @@ def simulate(builder, device, seconds=1.0, dt=1.0 / 60.0):
     return model, state
 
 
-@pytest.mark.parametrize("device", DEVICES)
 def test_batch_worlds_match_worlds_alone(device):
     """16 different worlds in one batch give, world by world, the trajectories of each world alone (< 1e-5 m after 1 s)."""
     batch = softsnake.ModelBuilder()
@@ -114,7 +108,6 @@ def test_runaway_speed_raises_before_it_overflows():
         softsnake.Solver(model, max_speed=0.0)
 
 
-@pytest.mark.parametrize("device", DEVICES)
 def test_per_world_and_batched_linear_solvers_agree(device):
     """The one-thread-per-world solve and the batched kernels compute bit-identical iterates (0.5 s of soft cubes, rods, particles)."""
     results = []
@@ -147,7 +140,6 @@ def planar_world_builder(k):
     return b
 
 
-@pytest.mark.parametrize("device", DEVICES)
 def test_per_world_and_batched_linear_solvers_agree_in_planar_models(device):
     """Planar models (in-plane solve, planar shortcuts of the per-world solve): the per-world and batched solvers
     compute bit-identical iterates (0.5 s of particles, a hinged rod and a rolling ball on the ground)."""
@@ -172,7 +164,6 @@ def test_per_world_and_batched_linear_solvers_agree_in_planar_models(device):
     assert np.all(bodies[1::2, 0] > 1.05)
 
 
-@pytest.mark.parametrize("device", DEVICES)
 def test_memory_grows_by_one_world_per_world(device):
     """The arrays of model, state, control and solver grow exactly linearly with the world count (the
     per-world footprint the benchmarks report), and a shared array counts once."""

@@ -10,7 +10,6 @@ import sys
 
 import numpy as np
 import pytest
-import warp as wp
 
 import softsnake
 import softsnake.spatial
@@ -24,7 +23,6 @@ from softsnake.robots.vine.scene import (ObstacleCircle, ObstacleRectangle, Obst
 from softsnake.robots.vine.simulation import (SOLVER_DEFAULTS, VineBatch, VineSpec, rollout,
                                               specs_from_scene, steering_pressure)
 
-wp.config.quiet = True
 G = 9.81
 DT = 1.0 / 90.0
 # The command line as the installed ``softsnake`` script runs it (cli.main in an imported softsnake.cli).

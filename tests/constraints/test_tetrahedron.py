@@ -10,7 +10,6 @@ below keep the error well under the tolerances either way.
 """
 
 import math
-import os
 
 import numpy as np
 import pytest
@@ -20,9 +19,6 @@ import softsnake
 from softsnake.constraints import tetrahedron
 from softsnake.kinetic_damping import settle_with_kinetic_damping
 from softsnake.meshing import boundary_faces, box_tet_mesh, traction_nodal_forces
-
-wp.config.quiet = True
-DEVICES = os.environ.get("SOFTSNAKE_TEST_DEVICES", "cpu").split(",")
 
 
 def plane_faces(vertices, faces, axis, value):
@@ -86,7 +82,6 @@ def textbook_stiffness(vertices, youngs, poisson):
     return volume * B.T @ D @ B
 
 
-@pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("poisson", [0.0, 0.3])
 def test_tet_stiffness_matches_linear_fem(device, poisson):
     """J^T E^-1 J of the engine's rows = V B^T D B at rest, to 1e-6 of max |K| (float32 rows);
@@ -121,7 +116,6 @@ def test_tet_stiffness_matches_linear_fem(device, poisson):
 # ---------------------------------------------------------------------------- 2. bar
 
 
-@pytest.mark.parametrize("device", DEVICES)
 def test_bar_stretch(device):
     """A 1 m x 0.1 m x 0.1 m bar (Y = 1e6 Pa, nu = 0.3) held at x = 0 and pulled by F = 50 N spread
     over the end face as a uniform traction: elongation F L / (Y A) = 5 mm within 5 %.
@@ -168,7 +162,6 @@ def cantilever_tip_deflection(cells, dt, steps, device):
     return float(vertices[tip, 2].mean() - x[tip, 2].mean())
 
 
-@pytest.mark.parametrize("device", DEVICES)
 def test_cantilever_tip_deflection_converges_to_euler_bernoulli(device):
     """Beam 1 m x 0.1 m (deep) x 0.025 m, Y = 1e9 Pa, clamped at x = 0, own weight: tip deflection
     q L^4 / (8 Y I) = 1.47 mm. Linear tetrahedra lock in bending: 24x1x3 cells measure about
@@ -225,7 +218,6 @@ def compressed_cube(poisson, on_ground, device):
     return axial, lateral, tet_volume(x, tets) / tet_volume(vertices, tets) - 1
 
 
-@pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("on_ground", [False, True], ids=["squeezed", "on_frictionless_ground"])
 def test_volume_preserved_as_poisson_ratio_nears_half(device, on_ground):
     """Uniaxial stress sigma = 0.05 Y on a cube. The corotational model's exact answer is
@@ -251,7 +243,6 @@ def test_volume_preserved_as_poisson_ratio_nears_half(device, on_ground):
             assert abs(volume_change / ((1 - 2 * poisson) * axial) - 1) < 0.10
 
 
-@pytest.mark.parametrize("device", DEVICES)
 def test_warm_start_keeps_stiff_bar_unbiased_at_large_steps(device):
     """At dt = 0.1 s (omega_max h >> 1) a held 20x2x2 bar (nu = 0) pulled by 50 N settles within 5 % of
     F L / (Y A) with warm starting; cold-started it settles at 2.4 times the stretch (checked too, so the

@@ -2,14 +2,12 @@
 
 import numpy as np
 import pytest
-import warp as wp
 from pxr import Usd, UsdGeom
 
 from softsnake.robots.snake.config import load_snake_config
 from softsnake.errors import SimulationError
 from softsnake.robots.snake.simulation import SnakeSimulation
 
-wp.config.quiet = True
 
 FRAMES = 6
 DT = 1.0 / 120.0

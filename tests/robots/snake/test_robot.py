@@ -30,7 +30,6 @@ from softsnake.robots.snake.robot import (
 from softsnake.robots.snake.simulation import SnakeSimulation
 from softsnake.units import psi_to_pa
 
-wp.config.quiet = True
 
 TABLE_1_TOLERANCE = 0.20
 """Relative tolerance on Table I counts: the paper gives its totals, not its mesh."""

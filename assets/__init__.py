@@ -1,1 +1,0 @@
-"""Shipped robot configurations and scenes (installed as softsnake.assets)."""
