@@ -85,6 +85,26 @@ class VineHandle:
         return 4.0 * self.half_length + self.link_gaps + np.asarray(extension, dtype=float)
 
 
+def sampled_moment_curve(moment, *, samples=MOMENT_CURVE_SAMPLES, max_angle=MOMENT_CURVE_MAX_ANGLE, extra_angles=()):
+    """Samples (angles [rad], moments [N m]) of an odd restoring moment for ``add_angular_spring``.
+
+    The angles are spaced evenly in sqrt(|theta|) up to ``max_angle`` so that small angles (the
+    wrinkling onset, a few degrees) are resolved, mirrored to negative angles, with 0 and the
+    positive ``extra_angles`` up to ``max_angle`` among them.
+    moment: callable, moment(angles array) -> moments [N m]
+    Raises ModelError unless the sampled moments increase strictly (the engine's condition).
+    """
+    positive = np.linspace(0.0, math.sqrt(max_angle), samples) ** 2
+    positive = np.unique(np.concatenate([positive[1:], np.asarray(extra_angles, dtype=float)]))
+    positive = positive[(positive > 0.0) & (positive <= max_angle)]
+    angles = np.concatenate([-positive[::-1], [0.0], positive])
+    moments = np.asarray(moment(angles), dtype=float)
+    if moments.shape != angles.shape or not np.all(np.isfinite(moments)) or np.any(np.diff(moments) <= 0.0):
+        raise ModelError("a sampled moment curve must be finite and strictly increasing in the angle "
+                         "(a saturated or decreasing moment model cannot be an angular spring)")
+    return angles, moments
+
+
 def wrinkling_moment_curve(pressure, radius, *, samples=MOMENT_CURVE_SAMPLES, max_angle=MOMENT_CURVE_MAX_ANGLE):
     """Samples (angles [rad], moments [N m]) of the seed 003 wrinkling moment, odd and strictly increasing.
 
@@ -93,16 +113,22 @@ def wrinkling_moment_curve(pressure, radius, *, samples=MOMENT_CURVE_SAMPLES, ma
     pressure: internal pressure [Pa]; radius: tube radius [m]
     """
     onset = float(stiffness_models.wrinkling_onset_angle(pressure))
-    positive = np.linspace(0.0, math.sqrt(max_angle), samples) ** 2
-    positive = np.unique(np.concatenate([positive[1:], [onset]]))
-    positive = positive[positive <= max_angle]
-    angles = np.concatenate([-positive[::-1], [0.0], positive])
-    moments = np.asarray(stiffness_models.wrinkling_moment(angles, pressure, radius), dtype=float)
-    return angles, moments
+    return sampled_moment_curve(lambda angles: stiffness_models.wrinkling_moment(angles, pressure, radius),
+                                samples=samples, max_angle=max_angle, extra_angles=[onset])
 
 
-def pin_spring_options(vine):
-    """Keyword arguments of ``ModelBuilder.add_angular_spring`` for the pins of ``vine`` (VineParams)."""
+def mlp_moment_curve(model, *, samples=MOMENT_CURVE_SAMPLES, max_angle=MOMENT_CURVE_MAX_ANGLE):
+    """Samples (angles [rad], moments [N m]) of an ``stiffness.MlpMoment`` for the pins' springs
+    (``add_vine(moment_curve=...)``, ``VineSpec.moment_curve``); ModelError if it has saturated to a
+    flat curve within ``max_angle``."""
+    return sampled_moment_curve(model, samples=samples, max_angle=max_angle)
+
+
+def pin_spring_options(vine, moment_curve=None):
+    """Keyword arguments of ``ModelBuilder.add_angular_spring`` for the pins of ``vine`` (VineParams);
+    ``moment_curve`` (angles, moments), when given, replaces the vine's stiffness model."""
+    if moment_curve is not None:
+        return {"moment_curve": moment_curve, "damping": vine.damping}
     if vine.stiffness_model == "wrinkling":
         return {"moment_curve": wrinkling_moment_curve(vine.pressure, vine.tube_radius), "damping": vine.damping}
     return {"stiffness": vine.stiffness, "damping": vine.damping}
@@ -148,7 +174,7 @@ def _check_poses(poses, vine, tolerance):
 
 
 def add_vine(builder, vine, *, heading=None, initial_poses=None, initial_velocities=None, friction=0.0, stall_force=None,
-             tolerance=1e-4):
+             moment_curve=None, tolerance=1e-4):
     """Add the bodies, joints, springs and contact spheres of one vine to ``builder``.
 
     builder: a ModelBuilder for one world (planar, no gravity: the papers' horizontal vines)
@@ -164,13 +190,15 @@ def add_vine(builder, vine, *, heading=None, initial_poses=None, initial_velocit
         the load they carry, a controller of finite gain); None: the growth rate is met exactly
         (seed 000). Every drive of the chain carries the tip load, so each one's mobility is
         (growth_rate / link_count) / stall_force.
+    moment_curve: optional (angles [rad], moments [N m]) of every pin's spring (an MLP's, say:
+        ``mlp_moment_curve``), in place of ``vine.stiffness_model``
     tolerance: how far the joints of ``initial_poses`` may be from closing [m]
     Returns a VineHandle. Raises ModelError for a vine that cannot be built.
     """
     heading = float(vine.heading if heading is None else heading)
     if not math.isfinite(heading):
         raise ModelError(f"vine heading must be finite, got {heading}")
-    if vine.stiffness_model == "linear" and vine.stiffness <= 0.0:
+    if moment_curve is None and vine.stiffness_model == "linear" and vine.stiffness <= 0.0:
         raise ModelError("vine.stiffness must be positive for the linear stiffness model")
     if stall_force is not None and not (math.isfinite(stall_force) and stall_force > 0.0):
         raise ModelError(f"growth stall force must be positive [N], got {stall_force}")
@@ -186,7 +214,7 @@ def add_vine(builder, vine, *, heading=None, initial_poses=None, initial_velocit
                          f"got shape {velocities.shape}")
     mobility = 0.0 if stall_force is None else vine.growth_rate / links / stall_force
     inertia = np.eye(3) * vine.body_inertia
-    spring_options = pin_spring_options(vine)
+    spring_options = pin_spring_options(vine, moment_curve)
     direction = np.stack([np.cos(poses[:, 2]), np.sin(poses[:, 2]), np.zeros(len(poses))], axis=1)
     # Straight rest shape: the base pin rests at the heading, the others at zero relative angle.
     rest_targets = -np.angle(np.exp(1j * np.diff(np.concatenate([[heading], poses[0::2, 2]]))))

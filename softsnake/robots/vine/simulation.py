@@ -84,6 +84,8 @@ class VineSpec:
     heading: launch angle [rad]; None: ``vine.heading``
     initial_poses: (B, 3) body centres and angles to start from [m, rad]; None: straight
     initial_velocities: (B, 3) body velocities [m/s] and angular rates [rad/s]; None: at rest
+    moment_curve: (angles [rad], moments [N m]) of the pins' springs in place of the vine's stiffness
+        model (robot.mlp_moment_curve); None: ``vine.stiffness_model``
     """
 
     vine: object
@@ -91,6 +93,7 @@ class VineSpec:
     heading: float | None = None
     initial_poses: np.ndarray | None = None
     initial_velocities: np.ndarray | None = None
+    moment_curve: tuple | None = None
 
 
 @dataclass(frozen=True)
@@ -172,7 +175,7 @@ class VineBatch:
         self.handles = []
         for spec in specs:
             world, handle = vine_world(spec.vine, spec.obstacles, heading=spec.heading, initial_poses=spec.initial_poses,
-                                       initial_velocities=spec.initial_velocities,
+                                       initial_velocities=spec.initial_velocities, moment_curve=spec.moment_curve,
                                        friction=friction, stall_force=stall_force)
             top.add_world(world)
             self.handles.append(handle)

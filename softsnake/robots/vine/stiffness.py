@@ -56,12 +56,43 @@ Wrinkling model (seed 003 section III-A, Comer & Levy)
 The wrinkling criterion depends on pressure through the cubic fit of seed 003's authors
 (Fig. 3(b)), with ``s = (P - 6167) / 5836`` and P in Pa. The cubic increases monotonically in P
 and is positive for all P > 0.
+
+Small MLP (seed 003 sec. IV-C: "a two-layer network with 10 hidden units and a hyperbolic tangent
+activation", the learned model it compares with the linear and the wrinkling models)
+    :class:`MlpMoment` is that network, 1 input (the angle) - ``H`` tanh units (10 by default) - 1
+    output, made odd and monotone by construction. With hidden weights ``w_j`` [1/rad], biases
+    ``b_j``, output weights ``a_j`` and a moment scale ``s`` [N m]::
+
+        f(theta) = sum_j |a_j| tanh(|w_j| theta + b_j)
+        M(theta) = s (f(theta) - f(-theta)) / 2
+                 = s sum_j |a_j| [tanh(|w_j| theta + b_j) + tanh(|w_j| theta - b_j)] / 2
+
+    * Odd: ``M(-theta) = -M(theta)`` exactly (antisymmetrised; the output bias of a plain
+      two-layer network cancels, so there is none), ``M(0) = 0``.
+    * Monotone for every weight vector: ``dM/dtheta = s sum_j |a_j| |w_j| [sech^2(|w_j| theta +
+      b_j) + sech^2(|w_j| theta - b_j)] / 2 >= 0``, strictly positive unless every ``|a_j w_j|``
+      is 0. The absolute values keep the weights free for an optimiser (sign flips change
+      nothing); a restoring moment that decreases with the angle would not be a spring, and the
+      engine's sampled moment curves must increase strictly.
+    * Shape: each unit is an odd soft step of height ``s |a_j|`` with its knee near
+      ``|theta| = |b_j| / |w_j|`` (a plain ``tanh(|w_j| theta)`` for ``b_j = 0``), so the network
+      can take the linear start, the onset and the plateau of the wrinkling model. It saturates at
+      ``s sum_j |a_j|``.
+    * Parameters: ``3 H`` weights (31 with the scale); :meth:`MlpMoment.as_vector` and
+      :meth:`MlpMoment.from_vector` flatten them as ``[w, b, a]`` for an optimiser.
+
+    ``robot.mlp_moment_curve`` samples it for the engine's angular springs, as the wrinkling model.
 """
+
+from dataclasses import dataclass
 
 import numpy as np
 
 from softsnake.errors import ConfigError
-from softsnake.validation import finite_array, non_negative_array, positive_array
+from softsnake.validation import finite_array, non_negative_array, positive_array, positive_number
+
+MLP_HIDDEN_UNITS = 10
+"""Hidden tanh units of the MLP moment model (seed 003 sec. IV-C)."""
 
 EPS_CRIT_PRESSURE_MEAN = 6167.0
 """Centring of the eps_crit cubic fit [Pa]."""
@@ -259,3 +290,88 @@ def wrinkling_stiffness(theta, pressure, radius, *, eps=None):
     slope = full * _ratio_slope(u) * eps * np.cos(0.5 * magnitude) / half_sin**2
     slope = np.where(np.abs(theta) > np.pi, 0.0, slope)
     return _result(np.where(wrinkled, slope, 0.5 * full / onset))
+
+
+@dataclass(frozen=True)
+class MlpMoment:
+    """The small MLP restoring moment of seed 003 (module docstring), odd and monotone in the angle.
+
+    Call it with an angle (scalar or array) [rad] to get the moment [N m]; ``slope`` gives dM/dtheta.
+    hidden_weight: (H,) input weights w_j of the hidden tanh units [1/rad] (their signs are ignored)
+    hidden_bias: (H,) biases b_j of the hidden units (dimensionless)
+    output_weight: (H,) output weights a_j (dimensionless; their signs are ignored)
+    moment_scale: s, the moment of a unit output [N m], > 0
+    """
+
+    hidden_weight: np.ndarray
+    hidden_bias: np.ndarray
+    output_weight: np.ndarray
+    moment_scale: float = 1.0
+
+    def __post_init__(self):
+        arrays = {}
+        for name in ("hidden_weight", "hidden_bias", "output_weight"):
+            array = finite_array(name, getattr(self, name)).copy()
+            if array.ndim != 1 or array.size == 0:
+                raise ConfigError(f"{name} must be a non-empty 1-D array, got shape {array.shape}")
+            array.flags.writeable = False
+            arrays[name] = array
+        sizes = {array.size for array in arrays.values()}
+        if len(sizes) != 1:
+            raise ConfigError(f"MLP weights need one size per hidden unit, got sizes "
+                              f"{[array.size for array in arrays.values()]}")
+        for name, array in arrays.items():
+            object.__setattr__(self, name, array)
+        object.__setattr__(self, "moment_scale", positive_number("moment_scale", self.moment_scale, unit="N m"))
+
+    @property
+    def hidden_units(self):
+        """Number of hidden units H [-]."""
+        return self.hidden_weight.size
+
+    @property
+    def saturation_moment(self):
+        """The moment as theta -> infinity, ``s sum_j |a_j|`` [N m]."""
+        return self.moment_scale * float(np.abs(self.output_weight).sum())
+
+    def _units(self, theta):
+        theta = finite_array("theta", theta)
+        scaled = np.abs(self.hidden_weight) * theta[..., None]
+        return theta, scaled + self.hidden_bias, scaled - self.hidden_bias
+
+    def __call__(self, theta):
+        """Restoring moment M(theta) [N m] at bending angle ``theta`` [rad] (scalar or array)."""
+        _, plus, minus = self._units(theta)
+        units = 0.5 * (np.tanh(plus) + np.tanh(minus))
+        return _result(self.moment_scale * (units @ np.abs(self.output_weight)))
+
+    def slope(self, theta):
+        """Tangent stiffness dM/dtheta [N m/rad] at ``theta`` [rad], >= 0 and even in theta."""
+        _, plus, minus = self._units(theta)
+        units = 0.5 * (1.0 / np.cosh(plus) ** 2 + 1.0 / np.cosh(minus) ** 2)
+        return _result(self.moment_scale * (units @ (np.abs(self.output_weight) * np.abs(self.hidden_weight))))
+
+    def as_vector(self):
+        """The weights as one (3 H,) vector ``[w, b, a]`` (the scale is not in it)."""
+        return np.concatenate([self.hidden_weight, self.hidden_bias, self.output_weight])
+
+    @classmethod
+    def from_vector(cls, vector, moment_scale=1.0):
+        """The model of a (3 H,) weight vector ``[w, b, a]`` (see ``as_vector``) and a scale [N m]."""
+        vector = finite_array("MLP weight vector", vector)
+        if vector.ndim != 1 or vector.size == 0 or vector.size % 3:
+            raise ConfigError(f"an MLP weight vector has 3 entries per hidden unit, got shape {vector.shape}")
+        hidden_weight, hidden_bias, output_weight = np.split(vector, 3)
+        return cls(hidden_weight, hidden_bias, output_weight, moment_scale)
+
+    @classmethod
+    def random(cls, seed=0, *, hidden_units=MLP_HIDDEN_UNITS, moment_scale=1.0):
+        """Initial weights for a fit: Xavier-normal weights of both layers (standard deviation
+        sqrt(2 / (1 + H))), zero biases; reproducible from ``seed``."""
+        hidden_units = int(hidden_units)
+        if hidden_units < 1:
+            raise ConfigError(f"an MLP needs at least one hidden unit, got {hidden_units}")
+        generator = np.random.default_rng(seed)
+        deviation = np.sqrt(2.0 / (1.0 + hidden_units))
+        return cls(generator.normal(0.0, deviation, hidden_units), np.zeros(hidden_units),
+                   generator.normal(0.0, deviation, hidden_units), moment_scale)

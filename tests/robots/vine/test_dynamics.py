@@ -17,7 +17,8 @@ from softsnake.spatial import quat_from_axis_angle
 from softsnake.robots.vine import stiffness
 from softsnake.errors import ConfigError, ModelError
 from softsnake.robots.vine.reference import load_jitosho_rollout, reference_folder, rollout_tip
-from softsnake.robots.vine.robot import add_obstacles, add_vine, vine_world, wrinkling_moment_curve
+from softsnake.robots.vine.robot import (add_obstacles, add_vine, mlp_moment_curve, sampled_moment_curve, vine_world,
+                                         wrinkling_moment_curve)
 from softsnake.robots.vine.scene import (ObstacleCircle, ObstacleRectangle, ObstacleWall, VineParams, load_scene,
                                          obstacle_signed_distance)
 from softsnake.robots.vine.simulation import (SOLVER_DEFAULTS, VineBatch, VineSpec, rollout,
@@ -192,26 +193,38 @@ def test_vine_build_errors_are_one_line():
 # ---------------------------------------------------------------------------------------------- springs
 
 
-@pytest.mark.parametrize("model", ["linear", "wrinkling"])
+MLP = stiffness.MlpMoment(hidden_weight=[2.0, -1.0, 4.0], hidden_bias=[0.0, 0.5, -2.0], output_weight=[0.5, 1.0, -0.3],
+                          moment_scale=0.016)
+"""A small MLP moment model with weights of both signs (stiffness.MlpMoment ignores the signs)."""
+
+
+@pytest.mark.parametrize("model", ["linear", "wrinkling", "mlp"])
 def test_pin_spring_holds_a_torque_at_its_moment_curve(model):
     """One link pinned at the base, a torque tau on its first body: the static angle solves M(theta) = tau.
 
     Linear: theta = tau / K (seed 000 eq. 7), to 0.1 %. Wrinkling: M is seed 003 eqs. 1-2 (stiffness.py)
     sampled for the engine; tau = 0.75 pi P R^3 lies well into the wrinkled range; to 1 % (the engine
-    interpolates the curve linearly between its samples). The inertia keeps the torque's rotation per
-    step (h^2 tau / I) small: the engine's quaternion prediction and velocity update agree only to
-    second order in it.
+    interpolates the curve linearly between its samples). MLP: the small network of seed 003 sec. IV-C
+    (stiffness.MlpMoment) given to the vine as a sampled moment curve, tau = half its saturation moment;
+    to 1 %, as the wrinkling model. The inertia keeps the torque's rotation per step (h^2 tau / I) small:
+    the engine's quaternion prediction and velocity update agree only to second order in it.
     """
     vine = VineParams(heading=0.0, length=0.012, link_count=1, growth_rate=0.0, stiffness=0.03, damping=3e-3,
-                      stiffness_model=model, pressure=6894.757, tube_radius=0.0075, body_inertia=1e-4)
+                      stiffness_model="linear" if model == "mlp" else model, pressure=6894.757, tube_radius=0.0075,
+                      body_inertia=1e-4)
+    grid = np.linspace(0.0, 2.5, 250001)
+    curve = None
     if model == "linear":
         tau = 0.004
         expected = tau / vine.stiffness
-    else:
+    elif model == "wrinkling":
         tau = 0.75 * float(stiffness.fully_wrinkled_moment(vine.pressure, vine.tube_radius))
-        grid = np.linspace(0.0, 2.5, 250001)
         expected = float(np.interp(tau, stiffness.wrinkling_moment(grid, vine.pressure, vine.tube_radius), grid))
-    batch = VineBatch([VineSpec(vine)])
+    else:
+        tau = 0.5 * MLP.saturation_moment
+        expected = float(np.interp(tau, MLP(grid), grid))
+        curve = mlp_moment_curve(MLP)
+    batch = VineBatch([VineSpec(vine, moment_curve=curve)])
     batch.state.body_f.assign(np.array([[0, 0, 0, 0, 0, tau], [0, 0, 0, 0, 0, 0]], dtype=np.float32))
     rollout(batch, 135, DT)
     angle = batch.poses()[0, 0, 2]
@@ -226,6 +239,18 @@ def test_wrinkling_curve_samples_the_stiffness_model():
     assert np.all(np.diff(angles) > 0) and np.all(np.diff(moments) > 0)
     assert np.allclose(moments, stiffness.wrinkling_moment(angles, 6894.757, 0.032), atol=1e-12, rtol=0)
     assert np.any(np.isclose(angles, stiffness.wrinkling_onset_angle(6894.757), atol=1e-15, rtol=0))
+
+
+def test_sampled_curves_refuse_a_flat_moment():
+    """The engine needs a strictly increasing moment curve: a model that has saturated to a flat moment
+    within the sampled angles (an MLP with a huge input weight, a constant) is refused with a ModelError."""
+    saturated = stiffness.MlpMoment(hidden_weight=[1e4], hidden_bias=[0.0], output_weight=[1.0])
+    with pytest.raises(ModelError, match="strictly increasing"):
+        mlp_moment_curve(saturated)
+    with pytest.raises(ModelError, match="strictly increasing"):
+        sampled_moment_curve(lambda angles: np.zeros_like(angles))
+    angles, moments = mlp_moment_curve(MLP)
+    assert angles[0] == -angles[-1] and np.all(np.diff(moments) > 0) and np.array_equal(moments, MLP(angles))
 
 
 def test_steering_bends_a_free_vine_to_the_commanded_curvature():

@@ -196,3 +196,66 @@ def test_bad_parameters_raise_value_error(call):
     with pytest.raises(ConfigError):
         call()
     assert issubclass(ConfigError, ValueError)
+
+
+# ------------------------------------------------------------------------------------- MLP moment model
+MLP_ANGLES = np.linspace(-np.pi, np.pi, 721)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_mlp_moment_is_odd_finite_and_monotone_for_any_weights(seed):
+    """Random weights of both signs (and large biases): M(-theta) = -M(theta) to the last bit, M(0) = 0, and
+    M never decreases, its sampled differences agreeing with ``slope`` (>= 0); the module docstring
+    derives both properties."""
+    generator = np.random.default_rng(seed)
+    model = st.MlpMoment(generator.normal(0, 3, 10), generator.normal(0, 3, 10), generator.normal(0, 1, 10),
+                         moment_scale=0.5)
+    moments = model(MLP_ANGLES)
+    assert np.all(np.isfinite(moments))
+    np.testing.assert_array_equal(moments, -model(-MLP_ANGLES))
+    assert model(0.0) == 0.0
+    assert np.all(np.diff(moments) >= 0.0)
+    assert np.all(model.slope(MLP_ANGLES) >= 0.0)
+    np.testing.assert_array_equal(model.slope(MLP_ANGLES), model.slope(-MLP_ANGLES))
+    midpoints = 0.5 * (MLP_ANGLES[1:] + MLP_ANGLES[:-1])
+    np.testing.assert_allclose(np.diff(moments) / np.diff(MLP_ANGLES), model.slope(midpoints), rtol=1e-3, atol=1e-9)
+    assert np.all(np.abs(moments) < model.saturation_moment)
+
+
+def test_mlp_moment_closed_forms():
+    """One unit without bias is s |a| tanh(|w| theta); the signs of w and a do not matter; a unit with a
+    bias b is the odd soft step s |a| [tanh(|w| theta + b) + tanh(|w| theta - b)] / 2 (hand-derived)."""
+    theta = np.array([-1.0, -0.1, 0.0, 0.3, 2.0])
+    plain = st.MlpMoment([-2.0], [0.0], [-0.5], moment_scale=0.2)
+    np.testing.assert_allclose(plain(theta), 0.2 * 0.5 * np.tanh(2.0 * theta), rtol=1e-15, atol=1e-17)
+    np.testing.assert_allclose(plain.slope(theta), 0.2 * 0.5 * 2.0 / np.cosh(2.0 * theta) ** 2, rtol=1e-14)
+    step = st.MlpMoment([3.0], [1.5], [1.0])
+    np.testing.assert_allclose(step(theta), 0.5 * (np.tanh(3 * theta + 1.5) + np.tanh(3 * theta - 1.5)), rtol=1e-15)
+    assert step.slope(0.0) < 0.5 * step.slope(0.5)  # flat start, steepest at its knee |b| / |w| = 0.5 rad
+    assert step.saturation_moment == 1.0 and plain.saturation_moment == pytest.approx(0.1, rel=1e-15)
+
+
+def test_mlp_weight_vector_round_trip_and_default_size():
+    """The seed 003 network: 10 hidden units, 30 weights plus the scale; as_vector/from_vector round-trip;
+    random() is reproducible from its seed and has zero biases."""
+    model = st.MlpMoment.random(seed=4, moment_scale=0.3)
+    assert model.hidden_units == st.MLP_HIDDEN_UNITS == 10 and model.as_vector().shape == (30,)
+    assert np.all(model.hidden_bias == 0.0)
+    again = st.MlpMoment.from_vector(model.as_vector(), moment_scale=0.3)
+    np.testing.assert_array_equal(again(MLP_ANGLES), model(MLP_ANGLES))
+    np.testing.assert_array_equal(st.MlpMoment.random(seed=4).as_vector(), model.as_vector())
+    assert st.MlpMoment.random(seed=5).as_vector().tolist() != model.as_vector().tolist()
+
+
+@pytest.mark.parametrize("call", [
+    lambda: st.MlpMoment([1.0, 2.0], [0.0], [1.0, 1.0]),  # sizes differ
+    lambda: st.MlpMoment([], [], []),
+    lambda: st.MlpMoment([np.nan], [0.0], [1.0]),
+    lambda: st.MlpMoment([1.0], [0.0], [1.0], moment_scale=0.0),
+    lambda: st.MlpMoment.from_vector(np.ones(4)),
+    lambda: st.MlpMoment.random(hidden_units=0),
+    lambda: st.MlpMoment([1.0], [0.0], [1.0])(np.inf),
+])
+def test_bad_mlp_weights_raise_config_error(call):
+    with pytest.raises(ConfigError):
+        call()
