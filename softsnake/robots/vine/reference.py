@@ -107,6 +107,16 @@ def reference_folder(folder=None):
     return path
 
 
+def reference_available(folder=None):
+    """Whether the vine reference folder exists (see :func:`reference_folder`): tests that need the data
+    skip without it."""
+    try:
+        reference_folder(folder)
+    except ConfigError:
+        return False
+    return True
+
+
 def _existing_file(path):
     if not path.is_file():
         raise ConfigError(f"reference file not found: {path}")
