@@ -1,7 +1,7 @@
 """Loaders for the vine-robot reference data (``shared/reference/vine``, see its README.md).
 
 Everything is returned in SI units (m, s, rad, m/s) except the Chen et al. videos, whose metric
-scale was never recorded (pixels). The folder is found, in order, from the ``folder`` keyword, the
+scale was never recorded (pixels; ``video.py`` measures it and converts them to metres). The folder is found, in order, from the ``folder`` keyword, the
 environment variable ``SOFTSNAKE_REFERENCE`` (the reference root that holds ``vine/``), or
 ``../shared/reference/vine`` next to the repository root.
 
