@@ -23,8 +23,8 @@ Scale (pixels to metres). Neither the data nor seed 003 record it, so it is meas
   its 1st percentile. The six videos give 13.0, 12.2, 12.3, 12.3, 13.2 and 8.0 px (the median,
   12.3 px, is ``TUBE_RADIUS_PIXELS``). Five agree within 8 %; video 6 is the outlier.
 * Scale. ``PIXELS_PER_METRE = 12.3 px / 33.5 mm = 367 px/m`` (2.72 mm per pixel), one scale for
-  every video: the rectification maps the same annotated test-bed rectangle onto the image width
-  in every video. The rectified image, 256 px wide, is then 0.70 m wide, and the tube's 24.6 px
+  every video, assuming one test bed whose annotated rectangle the rectification maps onto the
+  image width in every video. The rectified image, 256 px wide, is then 0.70 m wide, and the tube's 24.6 px
   diameter survives the 11 x 11 px morphological opening of the authors' segmentation (their
   public code, CoMMALab/DiffVineSimPy ``videoparser/framer.py``), which removes anything thinner.
 * Cross-check: the skeleton starts a steady gap past the base (thinning shortens a band's cut
