@@ -292,7 +292,7 @@ def wrinkling_stiffness(theta, pressure, radius, *, eps=None):
     return _result(np.where(wrinkled, slope, 0.5 * full / onset))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class MlpMoment:
     """The small MLP restoring moment of seed 003 (module docstring), odd and monotone in the angle.
 

@@ -242,7 +242,7 @@ def initial_heading(skeletons, *, frames=HEADING_FRAMES):
 
 
 # ------------------------------------------------------------------------------------------ the videos
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class VineVideo:
     """One of Chen et al.'s real videos in SI units (module docstring).
 
@@ -379,7 +379,7 @@ def steps_per_frame(video, dt=DT):
     return steps
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class VideoRollout:
     """A simulated vine recorded at the frames of its video.
 
@@ -399,6 +399,16 @@ class VideoRollout:
         return self.backbones[:, -1]
 
 
+def _is_one_curve(curves):
+    """Whether ``curves`` is None or one (angles, moments) pair rather than a list of them."""
+    if curves is None:
+        return True
+    try:
+        return len(curves) == 2 and np.asarray(curves[0], dtype=float).ndim == 1
+    except (TypeError, ValueError):
+        return False
+
+
 def rollout_videos(videos, vines=None, *, moment_curves=None, link_count=None, dt=DT, **batch_options):
     """One vine per video, grown on the video's walls for the video's duration, all in one batch.
 
@@ -414,8 +424,7 @@ def rollout_videos(videos, vines=None, *, moment_curves=None, link_count=None, d
     """
     videos = list(videos)
     vine_list = vines if isinstance(vines, (list, tuple)) else [vines] * len(videos)
-    is_one_curve = moment_curves is None or (len(moment_curves) == 2 and np.ndim(moment_curves[0]) == 1)
-    curve_list = [moment_curves] * len(videos) if is_one_curve else list(moment_curves)
+    curve_list = [moment_curves] * len(videos) if _is_one_curve(moment_curves) else list(moment_curves)
     if len(vine_list) != len(videos) or len(curve_list) != len(videos):
         raise ConfigError(f"{len(videos)} videos need as many vines and moment curves (or one for all)")
     specs = [VineSpec(video_vine(video, vine, link_count=link_count), video.walls, moment_curve=curve)
@@ -603,7 +612,7 @@ def shape_error(simulated, observed, *, samples=SHAPE_SAMPLES):
     return float(np.linalg.norm(offsets, axis=1).mean())
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class VideoErrors:
     """Per-frame errors of a rollout against its video.
 

@@ -235,3 +235,18 @@ def test_a_real_video_rolls_out_and_its_states_lie_clear_of_the_walls(videos):
 
 def test_reference_available_says_whether_the_folder_exists(tmp_path):
     assert not ref.reference_available(tmp_path / "nowhere") and ref.reference_available(tmp_path)
+
+
+def test_rollout_videos_takes_one_moment_curve_or_one_per_video():
+    """An MLP moment curve for all vines, or one per vine: a straight video stays straight either way."""
+    from softsnake.robots.vine.robot import mlp_moment_curve
+    from softsnake.robots.vine.stiffness import MlpMoment
+
+    curve = mlp_moment_curve(MlpMoment([2.0, 0.5], [0.0, 1.0], [0.02, 0.01]))
+    videos = [_synthetic_video(frames=4), _synthetic_video(frames=5, heading=-0.3)]
+    for curves in (curve, [curve, curve]):
+        results = vv.rollout_videos(videos, moment_curves=curves, link_count=6)
+        assert [len(r.backbones) for r in results] == [4, 5]
+        assert all(vv.video_errors(r.backbones, v).shape.max() < 1e-4 for r, v in zip(results, videos))
+    with pytest.raises(ConfigError, match="as many"):
+        vv.rollout_videos(videos, moment_curves=[curve], link_count=6)
