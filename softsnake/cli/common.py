@@ -3,7 +3,6 @@ folder, the size of a run and Warp's console output. Every failure is a ``UsageE
 one-line message naming the option, raised before any computation starts."""
 
 import argparse
-import contextlib
 import math
 import os
 import re
@@ -12,54 +11,18 @@ from pathlib import Path
 
 import warp as wp
 
+from softsnake.console import quiet_warp, start_warp
 from softsnake.errors import UsageError
+
+__all__ = ["quiet_warp", "start_warp", "check_device", "check_positive", "check_at_least", "output_folder",
+           "make_output_folder", "available_memory", "duration_text", "check_run_size", "safe_file_stem",
+           "results_folder", "experiment_parser", "experiment_output_folder"]
 
 RUN_MEMORY_SHARE = 0.8
 """Largest share of the machine's available memory a run may plan to hold [-]."""
 
 RUN_WALL_TIME_MAX = 7 * 24 * 3600.0
 """Longest estimated wall time a command starts [s]: a week."""
-
-
-@contextlib.contextmanager
-def _stderr_silenced():
-    """Send the process's standard error (file descriptor 2, which Warp's native library writes to)
-    to the null device inside the block."""
-    try:
-        saved = os.dup(2)
-    except OSError:  # no standard error at all: nothing to silence
-        yield
-        return
-    try:
-        with open(os.devnull, "w") as null:
-            os.dup2(null.fileno(), 2)
-            yield
-    finally:
-        os.dup2(saved, 2)
-        os.close(saved)
-
-
-def quiet_warp(verbose=False):
-    """Set Warp's console output for a command: quiet by default (no banner, no per-module
-    ``Module ... load`` lines), Warp's own messages with ``verbose``. Cheap: it does not start Warp."""
-    wp.config.log_level = wp.LOG_INFO if verbose else wp.LOG_WARNING
-    wp.config.quiet = not verbose  # the same switch in Warp releases before log_level
-
-
-def start_warp(verbose=False):
-    """Start Warp's runtime now, quietly unless ``verbose``.
-
-    Warp's native library looks for the CUDA driver when it starts and, on a machine without one,
-    prints "Warp CUDA warning: Could not find or load the NVIDIA CUDA driver" on standard error,
-    whatever the device a run asks for. Started here with standard error silenced, a CPU run shows
-    nothing of it; a CUDA run is told by ``check_device`` in one line instead. Python errors of the
-    start are raised as usual."""
-    quiet_warp(verbose)
-    if verbose:
-        wp.init()
-        return
-    with _stderr_silenced():
-        wp.init()
 
 
 def check_device(device, verbose=False):
