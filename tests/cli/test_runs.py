@@ -80,7 +80,7 @@ def test_interrupted_gait_keeps_a_readable_partial_usd_and_csv(tmp_path):
     header = (out_folder / "trajectories.partial.csv").read_text().splitlines()[0]
     assert header.split(",") == trajectory_columns(4)
     times, com, curvature = read_trajectories_csv(out_folder / "trajectories.partial.csv")
-    assert times[-1] == pytest.approx(reached, abs=1e-6)
+    assert times[-1] == pytest.approx(reached, abs=1e-3)  # the message gives 3 decimals
     assert com.shape[1] == 2 and np.all(np.isfinite(com)) and np.all(np.isfinite(curvature))
 
     from pxr import Usd
