@@ -35,7 +35,7 @@ def main(extra):
     figure, ax = new_figure(6.4, 5.0)
     for (name, latency), color in zip(RUNS.items(), ("C3", "C2")):
         out = RESULTS_DIR / name
-        status = cli.main(["gait", "--snakes", str(len(PHASE_SHIFTS)), "--seconds", str(SECONDS), latency, "--no-usd",
+        status = cli.main(["gait", "--snakes", str(len(PHASE_SHIFTS)), "--seconds", str(SECONDS), latency, "--no-usd", "--no-video",
                            "--phase-shift", ",".join(repr(a) for a in PHASE_SHIFTS), "--out", str(out), *extra])
         if status != 0:
             print(f"{name}: softsnake gait failed (status {status}); see {out}")

@@ -46,7 +46,7 @@ def path_length(time, xy, period):
 @styled
 def main(extra):
     out = RESULTS_DIR / "turning"
-    status = cli.main(["gait", "--snakes", str(SNAKES), "--seconds", str(SECONDS), "--no-usd",
+    status = cli.main(["gait", "--snakes", str(SNAKES), "--seconds", str(SECONDS), "--no-usd", "--no-video",
                        "--sweep", f"offset={OFFSETS[0]}:{OFFSETS[1]}", "--out", str(out), *extra])
     if status != 0:
         print(f"softsnake gait failed (status {status}); see {out}")

@@ -13,10 +13,18 @@ Jacobi-preconditioned conjugate residual linear solver, for many independent wor
     solver.step(state_0, state_1, control, dt)
 """
 
+from importlib.metadata import PackageNotFoundError, version as _package_version
+
+try:
+    __version__ = _package_version("softsnake")
+    """The installed package's version (pyproject.toml's ``version``)."""
+except PackageNotFoundError:  # imported from a source tree that was never installed
+    __version__ = "0+unknown"
+
 from .builder import ModelBuilder
 from .errors import ConfigError, ModelError, SimulationError, SoftsnakeError, UsageError
 from .model import Control, Model, State
 from .solver import Solver
 
-__all__ = ["ModelBuilder", "Model", "State", "Control", "Solver", "SoftsnakeError", "ModelError", "ConfigError",
+__all__ = ["__version__", "ModelBuilder", "Model", "State", "Control", "Solver", "SoftsnakeError", "ModelError", "ConfigError",
            "SimulationError", "UsageError"]

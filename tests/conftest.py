@@ -7,9 +7,9 @@ runs the same tests, with the same tolerances, on both.
 
 import os
 
-import warp as wp
+from softsnake.console import quiet_warp
 
-wp.config.quiet = True
+quiet_warp()
 
 DEVICES = [name.strip() for name in os.environ.get("SOFTSNAKE_TEST_DEVICES", "cpu").split(",") if name.strip()]
 """The Warp devices of this test run."""

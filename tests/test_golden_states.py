@@ -207,12 +207,15 @@ def bench_case_state():
 
 COMMAND_RUNS = {
     # name: (arguments, output files compared byte for byte)
-    "gait": (["gait", "--snakes", "2", "--seconds", "0.25", "--sweep", "offset=-0.3:0.3", "--no-usd"], ["trajectories.csv"]),
-    "gait_no_latency": (["gait", "--snakes", "1", "--seconds", "0.2", "--no-latency", "--no-usd"], ["trajectories.csv"]),
+    "gait": (["gait", "--snakes", "2", "--seconds", "0.25", "--sweep", "offset=-0.3:0.3", "--no-usd", "--no-video"],
+             ["trajectories.csv"]),
+    "gait_no_latency": (["gait", "--snakes", "1", "--seconds", "0.2", "--no-latency", "--no-usd", "--no-video"],
+                        ["trajectories.csv"]),
     "curvature": (["curvature", "--seconds", "0.3", "--min-psi", "-4", "--max-psi", "4", "--step-psi", "2"], ["curvature.csv"]),
     "step_response": (["step-response", "--duration", "0.5"], ["step_response.csv"]),
-    "vine_wall": (["vine", "jitosho_wall", "--seconds", "0.3"], None),
-    "vine_cluttered": (["vine", "jitosho_cluttered_1", "--seconds", "0.3", "--vines", "2", "--spread-heading", "0.2"], None),
+    "vine_wall": (["vine", "jitosho_wall", "--seconds", "0.3", "--no-video"], None),
+    "vine_cluttered": (["vine", "jitosho_cluttered_1", "--seconds", "0.3", "--vines", "2", "--spread-heading", "0.2",
+                        "--no-video"], None),
     "plan": (["plan", "planner_navigation", "--json"], "stdout"),
 }
 

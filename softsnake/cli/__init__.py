@@ -1,4 +1,4 @@
-"""The ``softsnake`` command line.
+"""The softsnake command line.
 
 Each sub-command lives in its own module of this package that defines ``add_arguments(parser)``
 and ``run(args) -> int``; a command module only parses and checks its options, calls the robot
@@ -13,18 +13,30 @@ import sys
 
 from softsnake.errors import UsageError
 
+DESCRIPTION = ("Simulate pneumatic soft robots (the four-link soft snake and the vine robot) with softsnake's "
+               "constraint-dynamics engine on NVIDIA Warp. Run 'softsnake COMMAND --help' for a command's options.")
+EPILOG = "The main job: softsnake gait --out results (three snakes for 10 s; writes a CSV, a PNG, a USD file and a GIF)."
+
 COMMANDS = {
-    "gait": ("softsnake.cli.gait", "simulate snakes under the open-loop gait (USD, CSV, PNG)"),
+    "gait": ("softsnake.cli.gait", "simulate snakes under the open-loop gait (USD, CSV, PNG, GIF)"),
     "curvature": ("softsnake.cli.curvature", "steady link curvature against chamber pressure (Fig. 5)"),
     "step-response": ("softsnake.cli.step_response", "chamber pressure step response (Fig. 6)"),
     "bench": ("softsnake.cli.bench", "time per frame for links and snakes (Table II)"),
-    "vine": ("softsnake.cli.vine", "grow vine robots through a scene (USD, CSV, PNG)"),
+    "vine": ("softsnake.cli.vine", "grow vine robots through a scene (USD, CSV, PNG, GIF)"),
     "plan": ("softsnake.cli.plan", "obstacle-interaction plans for a vine scene"),
 }
 
 
+def version():
+    """softsnake's version, from the installed package's metadata (pyproject.toml)."""
+    from softsnake import __version__
+
+    return __version__
+
+
 def build_parser():
-    parser = argparse.ArgumentParser(prog="softsnake", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="softsnake", description=DESCRIPTION, epilog=EPILOG)
+    parser.add_argument("--version", action="version", version=f"softsnake {version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, (module_name, help_text) in COMMANDS.items():
         cmd = sub.add_parser(name, help=help_text)
@@ -40,11 +52,16 @@ def main(argv=None):
         parser.parse_args(argv or ["--help"])
         return 2
     name = argv[0]
-    module = importlib.import_module(COMMANDS[name][0])
-    cmd_parser = argparse.ArgumentParser(prog=f"softsnake {name}", description=COMMANDS[name][1])
-    module.add_arguments(cmd_parser)
-    args = cmd_parser.parse_args(argv[1:])
     try:
+        module = importlib.import_module(COMMANDS[name][0])
+        cmd_parser = argparse.ArgumentParser(prog=f"softsnake {name}", description=COMMANDS[name][1])
+        module.add_arguments(cmd_parser)
+        cmd_parser.add_argument("--verbose", action="store_true",
+                                help="also show Warp's start-up banner, kernel module loads and CUDA driver messages")
+        args = cmd_parser.parse_args(argv[1:])
+        from .common import quiet_warp
+
+        quiet_warp(args.verbose)
         return int(module.run(args) or 0)
     except UsageError as exc:
         print(f"softsnake {name}: error: {exc}", file=sys.stderr)

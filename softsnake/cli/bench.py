@@ -9,8 +9,9 @@ from softsnake.errors import SimulationError, UsageError
 from softsnake.robots.snake.bench import (LINK_CASE, MB, PAPER_CPU_FRAME_S, PAPER_TABLE_2, device_name, run_bench,
                                           write_bench_csv)
 from softsnake.robots.snake.plots import plot_bench
+from softsnake.robots.snake.simulation import CPU_SECONDS_PER_SNAKE_FRAME, MODEL_BYTES_PER_SNAKE
 
-from .common import check_at_least, check_device, make_output_folder, output_folder
+from .common import check_at_least, check_device, check_run_size, make_output_folder
 
 CSV_NAME = "bench.csv"
 PNG_NAME = "bench.png"
@@ -27,10 +28,15 @@ def add_arguments(parser):
 
 
 def run(args):
-    check_device(args.device)
     for option, value in (("--max-snakes", args.max_snakes), ("--frames", args.frames), ("--warmup", args.warmup)):
         check_at_least(option, value, 1)
-    out = output_folder(args.out)
+    # The largest case holds --max-snakes snakes; the cases run one after another.
+    snake_frames = (args.frames + args.warmup) * args.max_snakes * (args.max_snakes + 1) // 2
+    check_run_size(f"--max-snakes {args.max_snakes} with --frames {args.frames} --warmup {args.warmup}",
+                   args.max_snakes * MODEL_BYTES_PER_SNAKE[args.resolution],
+                   snake_frames * CPU_SECONDS_PER_SNAKE_FRAME[args.resolution] if args.device == "cpu" else None)
+    check_device(args.device, getattr(args, "verbose", False))
+    out = make_output_folder(args.out)
     name = device_name(args.device)
     print(f"device: {name}; {args.resolution} mesh; h = 1/120 s, 2 substeps, 4 Newton, 20 CR; "
           f"median of {args.frames} frames after {args.warmup} warm-up")
@@ -39,7 +45,6 @@ def run(args):
                             frames=args.frames, warmup=args.warmup)
     except SimulationError as exc:
         raise UsageError(f"a bench case blew up, so it cannot be timed: {exc}") from None
-    make_output_folder(out)
     write_bench_csv(out / CSV_NAME, results)
     plot_bench(out / PNG_NAME, results, title=f"Time per frame, {args.resolution} mesh, {name}")
     print("snakes    rows  assembly [ms]  solve [ms]  total [ms]  per snake [ms]  memory [MB]  | paper total [ms]  per snake")

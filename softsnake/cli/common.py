@@ -1,24 +1,44 @@
-"""What the commands and the experiment scripts share: option checks, the device check and the
-output folder. Every failure is a ``UsageError`` with a one-line message naming the option."""
+"""What the commands and the experiment scripts share: option checks, the device check, the output
+folder, the size of a run and Warp's console output. Every failure is a ``UsageError`` with a
+one-line message naming the option, raised before any computation starts."""
 
 import argparse
 import math
+import os
 import re
+import tempfile
 from pathlib import Path
 
 import warp as wp
 
+from softsnake.console import quiet_warp, start_warp
 from softsnake.errors import UsageError
 
+__all__ = ["quiet_warp", "start_warp", "check_device", "check_positive", "check_at_least", "output_folder",
+           "make_output_folder", "available_memory", "duration_text", "check_run_size", "safe_file_stem",
+           "results_folder", "experiment_parser", "experiment_output_folder"]
 
-def check_device(device):
-    """UsageError unless ``device`` is "cpu" or a CUDA device that exists."""
+RUN_MEMORY_SHARE = 0.8
+"""Largest share of the machine's available memory a run may plan to hold [-]."""
+
+RUN_WALL_TIME_MAX = 7 * 24 * 3600.0
+"""Longest estimated wall time a command starts [s]: a week."""
+
+
+def check_device(device, verbose=False):
+    """UsageError unless ``device`` is "cpu" or a CUDA device that exists (the same message in every
+    command); starts Warp quietly (``start_warp``)."""
+    device = str(device)
+    if device != "cpu" and not re.fullmatch(r"cuda(:\d+)?", device):
+        raise UsageError(f"--device must be cpu, cuda or cuda:N, got {device!r}")
+    start_warp(verbose)
     if device == "cpu":
         return
-    if not device.startswith("cuda"):
-        raise UsageError(f"--device must be cpu or cuda, got {device!r}")
     if not wp.is_cuda_available():
-        raise UsageError(f"--device {device}: no CUDA GPU is available on this machine")
+        raise UsageError(f"--device {device}: no CUDA GPU is available on this machine (use --device cpu)")
+    if not wp.is_device_available(device):
+        raise UsageError(f"--device {device}: no such CUDA device (this machine has "
+                         f"{wp.get_cuda_device_count()})")
 
 
 def check_positive(option, value):
@@ -34,21 +54,66 @@ def check_at_least(option, value, minimum):
 
 
 def output_folder(path):
-    """The ``--out`` folder as a Path, checked but not created yet (UsageError if it is a file)."""
+    """The ``--out`` folder as a Path, checked but not created (UsageError if it or a parent is a file)."""
     out = Path(path)
-    if out.exists() and not out.is_dir():
-        raise UsageError(f"--out {out} is a file, not a folder")
+    for folder in (out, *out.parents):
+        if folder.exists() and not folder.is_dir():
+            what = "is a file" if folder == out else f"lies under {folder}, which is a file"
+            raise UsageError(f"--out {out} {what}, not a folder")
     return out
 
 
 def make_output_folder(path):
-    """Create the ``--out`` folder (and its parents) if needed and return it as a Path."""
+    """Create the ``--out`` folder (and its parents) if needed, check that files can be written in it,
+    and return it as a Path. Commands call it before they compute anything."""
     out = output_folder(path)
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise UsageError(f"--out {out}: cannot create the folder: {exc.strerror}") from None
+        raise UsageError(f"--out {out}: cannot create the folder ({exc.strerror or exc})") from None
+    try:
+        with tempfile.TemporaryFile(dir=out):
+            pass
+    except OSError as exc:
+        raise UsageError(f"--out {out}: cannot write files there ({exc.strerror or exc})") from None
     return out
+
+
+def available_memory():
+    """Memory this process may still use [B]: MemAvailable of /proc/meminfo, else the physical memory."""
+    try:
+        with open("/proc/meminfo") as meminfo:
+            for line in meminfo:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return math.inf
+
+
+def duration_text(seconds):
+    """A duration for messages: seconds, minutes, hours or days, 3 significant digits."""
+    for unit, size in (("days", 86400.0), ("hours", 3600.0), ("minutes", 60.0)):
+        if seconds >= 2.0 * size:
+            return f"{seconds / size:.3g} {unit}"
+    return f"{seconds:.3g} s"
+
+
+def check_run_size(options, memory_bytes, wall_seconds=None):
+    """UsageError unless a run fits the machine: ``memory_bytes`` [B], what it will hold, at most
+    RUN_MEMORY_SHARE of the available memory, and ``wall_seconds`` [s], its estimated wall time
+    (None: unknown, e.g. on a GPU), at most RUN_WALL_TIME_MAX. ``options``: the options that set
+    the size, as the message names them (e.g. "--seconds 1e+09")."""
+    available = available_memory()
+    if memory_bytes > RUN_MEMORY_SHARE * available:
+        raise UsageError(f"{options}: the run would need about {memory_bytes / 2**30:.3g} GiB of memory, "
+                         f"more than this machine has free ({available / 2**30:.3g} GiB); shorten it")
+    if wall_seconds is not None and wall_seconds > RUN_WALL_TIME_MAX:
+        raise UsageError(f"{options}: the run would take about {duration_text(wall_seconds)} on this machine, "
+                         f"more than {duration_text(RUN_WALL_TIME_MAX)}; shorten it")
 
 
 def safe_file_stem(name):
@@ -67,7 +132,7 @@ def experiment_parser(doc, script):
     """The argument parser of an experiment script: described by the first line of its docstring
     ``doc``, with ``--out`` defaulting to ``results_folder(script)``. Warp's module-loading
     messages are silenced, so the script prints only its results."""
-    wp.config.quiet = True
+    quiet_warp()
     parser = argparse.ArgumentParser(description=doc.splitlines()[0])
     parser.add_argument("--out", default=str(results_folder(script)), help="output folder (default: experiments/results)")
     return parser

@@ -8,12 +8,13 @@ layout) into --out and prints the linear fits, their symmetry and the settling r
 import math
 
 from softsnake.errors import ConfigError, UsageError
-from softsnake.robots.snake.curvature import (FIT_LIMIT_PSI, SECONDS_DEFAULT, SETTLE_WINDOW, pressure_grid,
-                                              simulate_curvature, summarize_curvature, write_curvature_csv)
+from softsnake.robots.snake.curvature import (FIT_LIMIT_PSI, PRESSURE_MAX_PSI, SECONDS_DEFAULT, SETTLE_WINDOW,
+                                              check_sweep, estimate_sweep, pressure_grid, simulate_curvature,
+                                              summarize_curvature, write_curvature_csv)
 from softsnake.robots.snake.plots import plot_curvature
 from softsnake.units import psi_to_pa
 
-from .common import check_device, check_positive, make_output_folder, output_folder
+from .common import check_device, check_positive, check_run_size, make_output_folder
 
 CSV_NAME = "curvature.csv"
 PNG_NAME = "curvature.png"
@@ -26,26 +27,38 @@ def add_arguments(parser):
     parser.add_argument("--device", default="cpu", help="Warp device, cpu or cuda (default: %(default)s)")
     parser.add_argument("--seconds", type=float, default=SECONDS_DEFAULT,
                         help="simulated time to steady state [s] (default: %(default)g)")
-    parser.add_argument("--min-psi", type=float, default=-10.0, help="lowest over-pressure [psi] (default: -10)")
-    parser.add_argument("--max-psi", type=float, default=10.0, help="highest over-pressure [psi] (default: 10)")
+    parser.add_argument("--min-psi", type=float, default=-PRESSURE_MAX_PSI,
+                        help=f"lowest over-pressure [psi], at least -{PRESSURE_MAX_PSI:g} (default: %(default)g)")
+    parser.add_argument("--max-psi", type=float, default=PRESSURE_MAX_PSI,
+                        help=f"highest over-pressure [psi], at most {PRESSURE_MAX_PSI:g} (default: %(default)g)")
     parser.add_argument("--step-psi", type=float, default=1.0, help="pressure step [psi] (default: 1)")
 
 
 def run(args):
-    check_device(args.device)
     check_positive("--seconds", args.seconds)
     check_positive("--step-psi", args.step_psi)
     if not (math.isfinite(args.min_psi) and math.isfinite(args.max_psi)) or args.min_psi >= args.max_psi:
         raise UsageError(f"need --min-psi < --max-psi, got {args.min_psi} and {args.max_psi}")
-    out = output_folder(args.out)
+    for option, value in (("--min-psi", args.min_psi), ("--max-psi", args.max_psi)):
+        if abs(value) > PRESSURE_MAX_PSI:
+            raise UsageError(f"{option} {value:g}: chamber pressures must lie within -{PRESSURE_MAX_PSI:g}..{PRESSURE_MAX_PSI:g} "
+                             "psi (the supply pressure)")
+    count = int(math.floor((args.max_psi - args.min_psi) / args.step_psi + 1e-9)) + 1
+    _, memory, wall = estimate_sweep(count, args.seconds, resolution=args.resolution, device=args.device)
+    check_run_size(f"--seconds {args.seconds:g} with {count} pressures", memory, wall)
     psi = pressure_grid(args.min_psi, args.max_psi, args.step_psi)
+    try:
+        check_sweep(psi)
+    except ConfigError as exc:
+        raise UsageError(f"--min-psi {args.min_psi:g} --max-psi {args.max_psi:g} --step-psi {args.step_psi:g}: {exc}") from None
+    check_device(args.device, getattr(args, "verbose", False))
+    out = make_output_folder(args.out)
     try:
         sweep = simulate_curvature(psi_to_pa(psi), resolution=args.resolution, device=args.device,
                                    seconds=args.seconds)
         summary = summarize_curvature(sweep)
     except ConfigError as exc:
         raise UsageError(str(exc)) from None
-    make_output_folder(out)
     write_curvature_csv(out / CSV_NAME, sweep)
     plot_curvature(out / PNG_NAME, sweep, summary,
                    title=f"Link curvature vs pressure ({args.resolution} mesh, {args.seconds:g} s per run)")

@@ -1,11 +1,21 @@
-"""``softsnake gait``: simulate snakes under the open-loop gait; write USD, CSV and a PNG.
+"""``softsnake gait``: simulate snakes under the open-loop gait; write USD, CSV, PNG and an animation.
 
-Every gait option takes one value for all snakes or a comma-separated list of one value per snake;
-``--sweep NAME=LOW:HIGH`` spreads the snakes' values of one option evenly from LOW to HIGH. Files:
-``DIR/gait.usdc`` (or ``.usda``), ``DIR/trajectories.csv`` (time, snake, centre of mass, link
-curvatures) and ``DIR/trajectories.png`` (top view of every snake's centre-of-mass path). If a
-snake diverges, what was recorded is written as ``trajectories.partial.csv`` / ``.png`` and the
-USD file stays ``gait.partial.usdc``.
+By default three coarse snakes run for 10 s at gait offsets -0.3, 0 and +0.3: the offset makes a
+snake turn (negative: right, positive: left), so the batch shows what running many worlds at once
+is for. Every gait option takes one value for all snakes or a comma-separated list of one value per
+snake; ``--sweep NAME=LOW:HIGH`` spreads the snakes' values of one option evenly from LOW to HIGH.
+
+Files in DIR: ``gait.usdc`` (or ``.usda``; the whole scene, for a USD viewer), ``trajectories.csv``
+(per frame and snake: centre of mass, heading, and per link curvature and commanded and actual
+chamber pressures; see ``softsnake.robots.snake.trajectories``), ``trajectories.png`` (top view of
+every snake's centre-of-mass path) and ``gait.gif`` (the snakes from above and in perspective).
+A run that is interrupted (Ctrl-C) or in which a snake blows up keeps what it computed as
+``gait.partial.usdc``, ``trajectories.partial.csv``, ``trajectories.partial.png`` and
+``gait.partial.gif``, and names them.
+
+Printed: per snake, the travel of its centre of mass (forward along the initial heading, lateral to
+its left), the straight-line distance in metres and body lengths, and the change of heading
+(positive: turned left), averaged over the last gait period.
 """
 
 import argparse
@@ -15,18 +25,23 @@ import time as timer
 
 import numpy as np
 
+from softsnake.animation import FRAMES_MAX
 from softsnake.errors import ConfigError, SimulationError, UsageError
 from softsnake.robots.actuation import SUPPLY_PRESSURE_DEFAULT
+from softsnake.robots.snake.config import load_snake_config
 from softsnake.robots.snake.gait import GaitParams
 from softsnake.robots.snake.plots import plot_trajectories
-from softsnake.robots.snake.simulation import SnakeSimulation
+from softsnake.robots.snake.simulation import SnakeSimulation, estimate_run
 from softsnake.robots.snake.trajectories import CSV_NAME, write_trajectories_csv
 from softsnake.units import pa_to_psi, psi_to_pa
 
-from .common import check_at_least, check_device, check_positive, make_output_folder, output_folder
+from .common import (check_at_least, check_device, check_positive, check_run_size, duration_text,
+                     make_output_folder)
 
-SNAKES_DEFAULT = 2
-SECONDS_DEFAULT = 5.0
+SNAKES_DEFAULT = 3
+SECONDS_DEFAULT = 10.0
+OFFSET_SPREAD_DEFAULT = (-0.3, 0.3)
+"""Gait offsets of a batch when no offset is given: spread evenly over this range (0 for one snake)."""
 GAIT_OPTIONS = {
     # option name: (GaitParams field, conversion to SI, default as given on the command line)
     "frequency": ("frequency", np.asarray, "2"),
@@ -36,6 +51,8 @@ GAIT_OPTIONS = {
 }
 PNG_NAME = "trajectories.png"
 USD_STEM = "gait"
+GIF_NAME = "gait.gif"
+PARTIAL = {"csv": "trajectories.partial.csv", "png": "trajectories.partial.png", "gif": "gait.partial.gif"}
 
 
 def add_arguments(parser):
@@ -48,7 +65,9 @@ def add_arguments(parser):
     parser.add_argument("--out", default=".", help="output folder (default: current folder)")
     parser.add_argument("--frequency", default=None, help="oscillation frequency f [Hz] (default: 2)")
     parser.add_argument("--phase-shift", default=None, help="phase shift alpha between links [rad] (default: pi/2)")
-    parser.add_argument("--offset", default=None, help="offset phi in [-1, 1], turns the snake (default: 0)")
+    parser.add_argument("--offset", default=None,
+                        help="offset phi in [-1, 1], turns the snake: < 0 right, > 0 left (default: spread evenly "
+                             "over -0.3..0.3 across the snakes, 0 for one snake)")
     parser.add_argument("--amplitude-psi", default=None, help="amplitude A [psi], at most 8 (default: 8)")
     parser.add_argument("--sweep", default=None, metavar="NAME=LOW:HIGH",
                         help="spread the snakes' values of one gait option evenly, e.g. offset=-0.5:0.5")
@@ -60,6 +79,8 @@ def add_arguments(parser):
                         help="write DIR/gait.usdc (default: on)")
     parser.add_argument("--usd-format", default="usdc", choices=("usdc", "usda"),
                         help="USD file format (default: %(default)s)")
+    parser.add_argument("--video", action=argparse.BooleanOptionalAction, default=True,
+                        help="write DIR/gait.gif, the snakes from above and in perspective (default: on)")
 
 
 def _parse_values(option, text, snakes):
@@ -100,6 +121,8 @@ def gait_from_args(args):
         if given[name] is not None:
             raise UsageError(f"--{name} is swept by --sweep; do not also give it")
         values[name] = swept
+    elif given["offset"] is None:
+        values["offset"] = np.linspace(*OFFSET_SPREAD_DEFAULT, args.snakes) if args.snakes > 1 else np.zeros(1)
     for name, (_, _, default) in GAIT_OPTIONS.items():
         if name not in values:
             values[name] = _parse_values(name, given[name] if given[name] is not None else default, args.snakes)
@@ -124,41 +147,101 @@ def snake_labels(gait):
     return labels
 
 
+def _check_size(args):
+    """UsageError unless the run fits this machine's memory and a week of wall time."""
+    frames, record_bytes, wall = estimate_run(args.snakes, args.seconds, resolution=args.resolution,
+                                              device=args.device)
+    try:
+        config = load_snake_config(resolution=args.resolution)
+    except ConfigError as exc:
+        raise UsageError(str(exc)) from None
+    section = config.resolution()
+    particles = config.link_count * section.section_count * (section.outer_ring_points + 2 * section.chamber_ring_points)
+    pictures = min(frames + 1, FRAMES_MAX + 1) * args.snakes * particles * 12 if args.video else 0
+    check_run_size(f"--seconds {args.seconds:g} with --snakes {args.snakes}", record_bytes + pictures, wall)
+    return frames, wall
+
+
+def _summary_lines(trajectories, labels, window):
+    """The printed summary: one line per snake (see the module docstring)."""
+    summary = trajectories.summary(window)
+    lines = [f"centre-of-mass travel of each snake (body length {trajectories.body_length:.2f} m), "
+             f"heading change averaged over the last {window:g} s:",
+             f"  {'snake':<40s} {'forward [m]':>11s} {'lateral [m]':>11s} {'distance [m]':>12s} "
+             f"{'body lengths':>12s} {'heading change [deg]':>20s}"]
+    for s, label in enumerate(labels):
+        lines.append(f"  {label:<40s} {summary['forward'][s]:+11.4f} {summary['lateral'][s]:+11.4f} "
+                     f"{summary['distance'][s]:12.4f} {summary['body_lengths'][s]:12.2f} "
+                     f"{math.degrees(summary['heading_change'][s]):+20.1f}")
+    return lines
+
+
+def _write_partial(out, simulation, animation, labels, title, usd_path):
+    """Write what an interrupted or failed run computed; returns the files kept."""
+    kept = []
+    if usd_path is not None:
+        partial_usd = usd_path.with_name(f"{usd_path.stem}.partial{usd_path.suffix}")
+        if partial_usd.exists():
+            kept.append(partial_usd)
+    trajectories = simulation.trajectories
+    if trajectories is not None and len(trajectories.time) > 1:
+        write_trajectories_csv(out / PARTIAL["csv"], trajectories)
+        plot_trajectories(out / PARTIAL["png"], trajectories, labels, title=f"{title} (partial)")
+        kept += [out / PARTIAL["csv"], out / PARTIAL["png"]]
+    if animation is not None and animation.frame_count > 1:
+        animation.write(out / PARTIAL["gif"], title=f"{title} (partial)")
+        kept.append(out / PARTIAL["gif"])
+    return kept
+
+
 def run(args):
-    check_device(args.device)
     check_positive("--seconds", args.seconds)
     check_positive("--supply-psi", args.supply_psi)
     gait = gait_from_args(args)
-    out = output_folder(args.out)
+    check_device(args.device, getattr(args, "verbose", False))
+    frames, wall_estimate = _check_size(args)
+    out = make_output_folder(args.out)
     try:
         simulation = SnakeSimulation(args.snakes, resolution=args.resolution, device=args.device, gait=gait,
                                      latency=args.latency, supply_pressure=psi_to_pa(args.supply_psi),
                                      seconds=args.seconds)
     except ConfigError as exc:
         raise UsageError(str(exc)) from None
-    make_output_folder(out)
     usd_path = out / f"{USD_STEM}.{args.usd_format}" if args.usd else None
     labels = snake_labels(gait)
     title = (f"{args.snakes} snake(s), {args.resolution} mesh, {args.seconds:g} s, "
              f"latency {'on' if args.latency else 'off'}")
+    animation = None
+    if args.video:
+        from softsnake.robots.snake.animation import SnakeAnimation
+
+        animation = SnakeAnimation.for_run(simulation)
+    estimate = f", about {duration_text(wall_estimate)} on this CPU" if wall_estimate is not None else ""
+    print(f"{title}: {simulation.frame_count} frames of {simulation.dt:.6g} s{estimate}", flush=True)
     start = timer.perf_counter()
     try:
-        trajectories = simulation.run(usd_path=usd_path, progress=True)
-    except SimulationError as exc:
-        write_trajectories_csv(out / "trajectories.partial.csv", simulation.trajectories)
-        plot_trajectories(out / "trajectories.partial.png", simulation.trajectories, labels, title=f"{title} (partial)")
-        print(f"softsnake gait: error: {exc}; wrote {out / 'trajectories.partial.csv'}", file=sys.stderr)
-        return 1
+        trajectories = simulation.run(usd_path=usd_path, progress=True,
+                                      on_frame=None if animation is None else animation.record,
+                                      on_frame_every=1 if animation is None else animation.stride)
+    except (SimulationError, KeyboardInterrupt) as exc:
+        interrupted = isinstance(exc, KeyboardInterrupt)
+        reached = simulation.trajectories.time[-1] if simulation.trajectories is not None else 0.0
+        kept = _write_partial(out, simulation, animation, labels, title, usd_path)
+        what = f"interrupted at t = {reached:.3f} s" if interrupted else f"error: {exc}"
+        files = ", ".join(str(path) for path in kept) if kept else "nothing (no frame was finished)"
+        print(f"softsnake gait: {what}; kept the run up to t = {reached:.3f} s in {files}", file=sys.stderr)
+        return 130 if interrupted else 1
     wall = timer.perf_counter() - start
     write_trajectories_csv(out / CSV_NAME, trajectories)
     plot_trajectories(out / PNG_NAME, trajectories, labels, title=title)
-
-    travel = trajectories.travel()
-    print(f"{args.snakes} snake(s), {args.resolution} mesh, {simulation.frame_count} frames of "
-          f"{simulation.dt:.6g} s in {wall:.1f} s wall time ({1e3 * wall / simulation.frame_count:.1f} ms per frame)")
-    print(f"body length {trajectories.body_length:.3f} m; travel of the centre of mass along the initial heading:")
-    for s, label in enumerate(labels):
-        print(f"  {label}: forward {travel[s, 0]:+.4f} m, lateral (left) {travel[s, 1]:+.4f} m")
-    written = [str(out / CSV_NAME), str(out / PNG_NAME)] + ([str(usd_path)] if usd_path else [])
-    print("wrote " + ", ".join(written))
+    written = [out / CSV_NAME, out / PNG_NAME] + ([usd_path] if usd_path else [])
+    if animation is not None:
+        written.append(animation.write(out / GIF_NAME, title=title))
+    print(f"simulated {simulation.frame_count} frames in {wall:.1f} s wall time "
+          f"({1e3 * wall / simulation.frame_count:.1f} ms per frame)")
+    moving = gait.frequency[gait.frequency > 0.0]
+    period = 1.0 / float(moving.min()) if moving.size else args.seconds
+    for line in _summary_lines(trajectories, labels, min(period, args.seconds)):
+        print(line)
+    print("wrote " + ", ".join(str(path) for path in written))
     return 0

@@ -10,11 +10,11 @@ difference.
 from softsnake.errors import UsageError
 from softsnake.robots.actuation import REFERENCE_DT_DEFAULT, SUPPLY_PRESSURE_DEFAULT
 from softsnake.robots.snake.plots import plot_step_response
-from softsnake.robots.snake.step_response import (DURATION_DEFAULT, simulate_step_response, summarize_step_response,
-                                                  write_step_response_csv)
+from softsnake.robots.snake.step_response import (BYTES_PER_STEP, DURATION_DEFAULT, simulate_step_response,
+                                                  summarize_step_response, write_step_response_csv)
 from softsnake.units import pa_to_psi, psi_to_pa
 
-from .common import check_positive, make_output_folder
+from .common import check_positive, check_run_size, make_output_folder
 
 CSV_NAME = "step_response.csv"
 PNG_NAME = "step_response.png"
@@ -35,6 +35,7 @@ def run(args):
         check_positive(option, value)
     if args.dt > args.duration:
         raise UsageError(f"--dt {args.dt} is longer than --duration {args.duration}")
+    check_run_size(f"--duration {args.duration:g} with --dt {args.dt:g}", args.duration / args.dt * BYTES_PER_STEP)
     out = make_output_folder(args.out)
 
     response = simulate_step_response(

@@ -21,11 +21,11 @@ from pathlib import Path
 
 import numpy as np
 import warp as wp
-from tqdm import tqdm
 
 from softsnake.builder import ModelBuilder
 from softsnake.memory import array_bytes
 from softsnake.output_files import write_csv
+from softsnake.progress import progress as progress_notes
 
 from .config import load_snake_config
 from .gait import GaitParams, gait_command
@@ -131,7 +131,7 @@ def run_bench(*, device="cpu", resolution="paper", max_snakes=10, frames=5, warm
     config = load_snake_config(resolution=resolution)
     results = {}
     cases = bench_cases(device, max_snakes)
-    for snakes in tqdm(cases, desc="bench", unit="case", disable=None if progress else True, leave=False):
+    for snakes in progress_notes(cases, desc="bench", unit="case", enabled=progress):
         results[snakes] = time_case(snakes, config=config, resolution=resolution, device=device, frames=frames,
                                     warmup=warmup)
     return results

@@ -68,12 +68,18 @@ class ResolutionConfig:
         top and bottom points lie on the inextensible layer y = 0
     chamber_ring_points: particles around each chamber of each cross-section [-], even so that
         every ring point has an opposite point for the chamber-limit constraints
+    element_modulus_factor: factor on ``material.young_modulus`` for this resolution's tetrahedra
+        [-] (optional key, default 1). Linear tetrahedra lock in bending, the more the coarser the
+        mesh, so a coarse link bends less per psi than a fine one of the same silicone; the
+        factor calibrates a coarse mesh to a finer one's curvature per psi. The actuation rows
+        (Ecoflex columns) and everything else keep ``material.young_modulus``.
     """
 
     name: str
     section_count: int
     outer_ring_points: int
     chamber_ring_points: int
+    element_modulus_factor: float = 1.0
 
     def __post_init__(self):
         prefix = f"link.resolution.{self.name}"
@@ -83,6 +89,7 @@ class ResolutionConfig:
             integer(f"{prefix}.{key}", value, minimum=4)
             if value % 2:
                 raise ConfigError(f"{prefix}.{key}: must be even, got {value}")
+        positive(f"{prefix}.element_modulus_factor", self.element_modulus_factor)
 
 
 @dataclass(frozen=True)
@@ -296,7 +303,11 @@ def snake_config_from_dict(data, *, resolution="paper"):
         prefix = f"link.resolution.{name}."
         if not isinstance(table, dict):
             raise ConfigError(f"{prefix[:-1]}: expected a table, got {table!r}")
-        resolutions[name] = ResolutionConfig(name=name, **_scalars(table, prefix, ResolutionConfig, skip=("name",)))
+        optional = ("element_modulus_factor",)
+        given = _scalars({k: v for k, v in table.items() if k not in optional}, prefix, ResolutionConfig,
+                         skip=("name",) + optional)
+        given.update({key: table[key] for key in optional if key in table})
+        resolutions[name] = ResolutionConfig(name=name, **given)
     link_fields = _scalars({k: v for k, v in link_data.items() if k != "resolution"}, "link.", LinkConfig,
                            skip=("resolutions",))
     wheel_fields = _scalars(_table(data, "wheel", ""), "wheel.", WheelConfig)

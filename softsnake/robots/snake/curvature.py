@@ -20,11 +20,10 @@ import math
 from pathlib import Path
 
 import numpy as np
-from tqdm import tqdm
-
 from softsnake.builder import ModelBuilder
 from softsnake.errors import ConfigError
 from softsnake.output_files import write_csv
+from softsnake.progress import progress as progress_notes
 from softsnake.solver import Solver
 from softsnake.units import pa_to_psi
 from softsnake.validation import positive_number
@@ -45,6 +44,21 @@ SETTLE_WINDOW = 0.25
 
 FIT_LIMIT_PSI = 8.0
 """Upper end of the linear fit on each side [psi]: the paper's safe, linear range (section VI-A)."""
+
+PRESSURE_MAX_PSI = 10.0
+"""Largest chamber over-pressure of a sweep [psi]: the valves' supply pressure
+(``softsnake.robots.actuation.SUPPLY_PRESSURE_DEFAULT``) and the end of the paper's Fig. 5. The gait
+is capped lower, at its 8 psi amplitude; far above either the link's elements invert."""
+
+FIT_POINTS_MIN = 3
+"""Pressures each side's linear fit needs in 0..FIT_LIMIT_PSI, zero included [-]."""
+
+CPU_SECONDS_PER_LINK_FRAME = {"paper": 0.03, "coarse": 0.01}
+"""Wall time of one frame of one stand link on one CPU core [s], for run estimates: paper from
+Table II (28.7 ms), coarse measured (tests/robots/snake/test_calibration.py)."""
+
+MODEL_BYTES_PER_LINK = {"paper": 2.9e6, "coarse": 0.8e6}
+"""Bytes of the Warp arrays of one stand link (model, state and solver) [B]: paper from Table II."""
 
 
 
@@ -121,9 +135,7 @@ def simulate_curvature(pressures, *, cap_torques=None, config=None, resolution="
         return link_curvature(body_q, stand.cap_bodies, stand.link_lengths)[:, 0]
 
     history[0] = observe()
-    frames_bar = tqdm(range(1, frames + 1), desc="curvature", unit="frame", disable=None if progress else True,
-                      leave=False)
-    for frame in frames_bar:
+    for frame in progress_notes(range(1, frames + 1), desc="curvature", unit="frame", enabled=progress):
         solver.step(state, state, control, dt)
         history[frame] = observe()
     return CurvatureSweep(pressure=pressures, cap_torque=torques, time=np.arange(frames + 1) * dt, history=history)
@@ -174,6 +186,37 @@ def write_curvature_csv(path, sweep):
     write_csv(path, ["pressure_psi", "pressure_pa", "curvature_per_m", "settle_residual_per_m"],
               [[f"{pa_to_psi(p):.6g}", f"{p:.9g}", f"{k:.9g}", f"{r:.3g}"]
                for p, k, r in zip(sweep.pressure, sweep.curvature, sweep.residual)])
+
+
+def check_sweep(psi, *, fit_limit_psi=FIT_LIMIT_PSI):
+    """ConfigError unless the pressures ``psi`` [psi] lie within +-PRESSURE_MAX_PSI and give each
+    side's fit its FIT_POINTS_MIN pressures in 0..fit_limit_psi (what ``summarize_curvature``
+    needs), so that a sweep that cannot be summarised is refused before it runs."""
+    psi = np.asarray(psi, dtype=np.float64)
+    if psi.size == 0 or not np.all(np.isfinite(psi)):
+        raise ConfigError("the sweep needs at least one finite pressure")
+    if np.max(np.abs(psi)) > PRESSURE_MAX_PSI + 1e-9:
+        raise ConfigError(f"chamber pressures must lie within -{PRESSURE_MAX_PSI:g}..{PRESSURE_MAX_PSI:g} psi (the supply "
+                          f"pressure), got {psi.min():g}..{psi.max():g}")
+    for side, sign in (("left", -1.0), ("right", 1.0)):
+        over = sign * psi
+        count = int(np.count_nonzero((over >= -1e-9) & (over <= fit_limit_psi + 1e-9)))
+        if count < FIT_POINTS_MIN:
+            span = f"-{fit_limit_psi:g}..0" if side == "left" else f"0..{fit_limit_psi:g}"
+            raise ConfigError(f"the {side} chamber's linear fit needs at least {FIT_POINTS_MIN} pressures in {span} psi "
+                              f"(0 included), the sweep has {count}")
+    return psi
+
+
+def estimate_sweep(pressure_count, seconds, *, resolution="coarse", dt=DT_DEFAULT, device="cpu"):
+    """What a sweep of ``pressure_count`` stand links for ``seconds`` [s] needs: (frames [-], bytes
+    [B], estimated wall time [s] on the CPU, None on a GPU)."""
+    frames = int(round(seconds / dt))
+    model = MODEL_BYTES_PER_LINK.get(resolution, MODEL_BYTES_PER_LINK["paper"])
+    memory = pressure_count * (model + 8 * (frames + 1))
+    per_frame = CPU_SECONDS_PER_LINK_FRAME.get(resolution, CPU_SECONDS_PER_LINK_FRAME["paper"])
+    wall = frames * pressure_count * per_frame if str(device) == "cpu" else None
+    return frames, memory, wall
 
 
 def pressure_grid(min_psi, max_psi, step_psi):

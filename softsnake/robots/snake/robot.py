@@ -161,7 +161,9 @@ def add_soft_link(builder, config, resolution, *, position, rotation, mesh=None,
     mesh: a prebuilt ``LinkMesh`` of this config and resolution (saves TetGen runs), or None
     collide: "none", "surface" or "all" (see ``ModelBuilder.add_soft_mesh``)
 
-    The chamber-limit, perimeter and inextensible sets become distance rows with
+    The tetrahedra get ``material.young_modulus`` times the resolution's ``element_modulus_factor``
+    (a coarse mesh's calibration, see ``ResolutionConfig``). The chamber-limit, perimeter and
+    inextensible sets become distance rows with
     ``config.stiff_compliance``; chamber c's actuation set becomes rows r (1 + p / Y) driven by
     the pressure of channel c (paper eqs. 3-4), inactive while that chamber is not pressurised.
     Actuation rows are not stiff: each is a column of Ecoflex with its share a = A / n of the
@@ -172,11 +174,14 @@ def add_soft_link(builder, config, resolution, *, position, rotation, mesh=None,
     length whatever the load and bend a link far beyond its elastic range.)
     Returns a ``LinkHandle``.
     """
+    if isinstance(resolution, str):
+        resolution = config.resolution(resolution)
     if mesh is None:
         mesh = build_link_mesh(config.link, resolution)
     material = config.material
     start = builder.add_soft_mesh(
-        mesh.vertices, mesh.tets, material.density, material.young_modulus, material.tet_poisson_ratio,
+        mesh.vertices, mesh.tets, material.density, material.young_modulus * resolution.element_modulus_factor,
+        material.tet_poisson_ratio,
         position=position, rotation=rotation, damping=config.damping_time, collide=collide)
     channels = (builder.add_pressure_channel(), builder.add_pressure_channel())
     stiff = {"compliance": config.stiff_compliance, "damping": config.damping_time}

@@ -10,25 +10,30 @@ Every frame (time step dt) the runner
    the other chamber's channel 0, so only the active chamber's actuation rows are driven (the
    valves work in antagonism, paper section III),
 4. steps the solver, and records every snake's centre of mass (mass-weighted over its particles
-   and bodies) and every link's curvature (yaw difference of its caps / link length).
+   and bodies), its heading (the mean direction of its modules) and every link's curvature (yaw
+   difference of its caps / link length).
+
+An interrupted run (Ctrl-C) or one that blew up keeps what it recorded up to its last good frame
+in ``SnakeSimulation.trajectories``.
 
 Snakes stand side by side along y, ``spacing`` apart, all heading +x; worlds never interact.
 """
 
 import contextlib
+import math
 
 import numpy as np
-from tqdm import tqdm
 
 from softsnake.builder import ModelBuilder
 from softsnake.errors import ConfigError, SimulationError
+from softsnake.progress import progress as progress_notes
 from softsnake.solver import Solver
 from softsnake.validation import positive_integer, positive_number
 
 from ..actuation import SUPPLY_PRESSURE_DEFAULT, PressureLatency
 from .config import load_snake_config
 from .gait import GAIT_FIELDS, GaitParams, gait_command
-from .robot import add_snake, chamber_pressures, link_curvature, snake_length
+from .robot import add_snake, body_yaw, chamber_pressures, link_curvature, snake_length
 from .trajectories import SnakeTrajectories
 
 DT_DEFAULT = 1.0 / 120.0
@@ -43,6 +48,21 @@ HEADING = 0.0
 
 USD_FPS_DEFAULT = 60.0
 """Frames per second written to USD [1/s]."""
+
+CPU_SECONDS_PER_SNAKE_FRAME = {"paper": 0.125, "coarse": 0.05}
+"""Wall time of one frame of one snake on one CPU core [s], by resolution, for run estimates:
+paper from Table II (0.121 s, experiments/results/snake.md), coarse measured with softsnake gait
+(3 snakes, 2-core machine shared with other jobs). A run of S snakes takes about S times as long."""
+
+MODEL_BYTES_PER_SNAKE = {"paper": 11.5e6, "coarse": 3.0e6}
+"""Bytes of the Warp arrays of one snake (model, state, control and solver) [B]: paper from
+Table II (11.48 MB), coarse measured with softsnake.memory.array_bytes."""
+
+RECORD_BYTES_PER_LINK = 5 * 8
+"""Bytes a run records per frame, snake and link: curvature, command, pressure, two chambers [B]."""
+
+RECORD_BYTES_PER_SNAKE = 4 * 8
+"""Bytes a run records per frame and snake besides its links: centre of mass and heading [B]."""
 
 LINK_COLORS = ((0.85, 0.45, 0.2), (0.9, 0.6, 0.25))
 MODULE_COLOR = (0.2, 0.2, 0.25)
@@ -61,6 +81,18 @@ def snake_solver(model, *, substeps=2, newton_iterations=4, linear_iterations=20
     """
     return Solver(model, substeps=substeps, newton_iterations=newton_iterations,
                   linear_iterations=linear_iterations, warm_start=False, check_finite=True, profile=profile)
+
+
+def estimate_run(snake_count, seconds, *, resolution="coarse", dt=DT_DEFAULT, link_count=4, device="cpu"):
+    """What a gait run of ``snake_count`` snakes for ``seconds`` [s] will need, before building it:
+    (frames [-], bytes it holds (model and records) [B], estimated wall time [s] on the CPU, None
+    on a GPU)."""
+    frames = int(round(seconds / dt))
+    record = (frames + 1) * snake_count * (RECORD_BYTES_PER_SNAKE + RECORD_BYTES_PER_LINK * link_count)
+    record += snake_count * MODEL_BYTES_PER_SNAKE.get(resolution, MODEL_BYTES_PER_SNAKE["paper"])
+    per_frame = CPU_SECONDS_PER_SNAKE_FRAME.get(resolution, CPU_SECONDS_PER_SNAKE_FRAME["paper"])
+    wall = frames * snake_count * per_frame if str(device) == "cpu" else None
+    return frames, record, wall
 
 
 def _per_snake_gait(gait, snake_count):
@@ -142,11 +174,14 @@ class SnakeSimulation:
         return particles, bodies
 
     def _observe(self, particles, bodies):
-        """(centre of mass (snake_count, 3) [m], curvature (snake_count, link_count) [1/m])."""
+        """(centre of mass (snake_count, 3) [m], curvature (snake_count, link_count) [1/m], heading
+        (snake_count,) [rad] in (-pi, pi]: the mean direction of the modules)."""
         moment = np.einsum("sp,spk->sk", self._particle_mass, particles)
         moment += np.einsum("sb,sbk->sk", self._body_mass, bodies[..., :3])
         com = moment / self._total_mass[:, None]
-        return com, link_curvature(bodies, self.snake.cap_bodies, self.snake.link_lengths)
+        yaw = body_yaw(bodies[:, list(self.snake.module_bodies)])
+        heading = np.arctan2(np.sin(yaw).mean(axis=1), np.cos(yaw).mean(axis=1))
+        return com, link_curvature(bodies, self.snake.cap_bodies, self.snake.link_lengths), heading
 
     def _link_commands(self, time):
         """Gait commands (snake_count, link_count) at ``time`` [s] in the snake's link order, head
@@ -194,31 +229,41 @@ class SnakeSimulation:
             body_transforms={handle: (body_q[s, b, :3], body_q[s, b, 3:7]) for handle, s, b in bodies})
 
     # ------------------------------------------------------------------ run
-    def run(self, *, usd_path=None, usd_fps=USD_FPS_DEFAULT, progress=True):
+    def run(self, *, usd_path=None, usd_fps=USD_FPS_DEFAULT, progress=True, on_frame=None, on_frame_every=1):
         """Simulate all frames and return ``SnakeTrajectories``.
 
         usd_path: write the scene to this .usda/.usdc/.usd file (None: no USD)
         usd_fps: frames per second written to USD [1/s] (rounded to a whole number of frames)
-        progress: show a tqdm progress bar
+        progress: report progress on standard error (``softsnake.progress``)
+        on_frame: None, or a function of (time [s], particles (snakes, particles, 3) [m], body_q
+            (snakes, bodies, 7)) called at t = 0 and every ``on_frame_every`` frames (an animation's
+            ``record``)
         Raises ``SimulationError`` naming the snake whose state became non-finite (its ``world``)
         and the frame (its ``step``); ``self.trajectories`` then holds what was recorded up to the
-        last good frame, and a USD file is left as ``<stem>.partial<ext>`` up to its last flush.
+        last good frame, and a USD file is left as ``<stem>.partial<ext>`` with every frame written.
+        An interrupt (KeyboardInterrupt) leaves the same and is raised again.
         """
         usd_stride = max(1, int(round(1.0 / (self.dt * usd_fps)))) if usd_path is not None else 0
+        on_frame_every = max(1, int(on_frame_every))
         frames = self.frame_count
         shape = (frames + 1, self.snake_count)
         links = self.config.link_count
         time = np.arange(frames + 1) * self.dt
         com = np.zeros(shape + (3,))
+        yaw = np.zeros(shape)
         curvature = np.zeros(shape + (links,))
         command = np.zeros(shape + (links,))
         pressure = np.zeros(shape + (links,))
+        chambers = np.zeros(shape + (links, 2))
         particles, body_q = self._positions()
-        com[0], curvature[0] = self._observe(particles, body_q)
+        com[0], curvature[0], yaw[0] = self._observe(particles, body_q)
+        if on_frame is not None:
+            on_frame(0.0, particles, body_q)
+        done = 0
 
         def record(count):
-            return SnakeTrajectories(time, com, curvature, command, pressure, HEADING,
-                                     snake_length(self.config)).truncated(count)
+            return SnakeTrajectories(time, com, curvature, command, pressure, HEADING, snake_length(self.config),
+                                     yaw, chambers).truncated(count)
 
         recorder = None
         if usd_path is not None:
@@ -226,27 +271,33 @@ class SnakeSimulation:
             from softsnake.usd_writer import UsdRecorder
 
             recorder = UsdRecorder(usd_path, fps=1.0 / (usd_stride * self.dt))
-        with recorder or contextlib.nullcontext():
-            if recorder is not None:
-                usd_meshes, usd_bodies = self._usd_scene(recorder, particles)
-                self._usd_frame(recorder, 0.0, usd_meshes, usd_bodies, particles, body_q)
-            frames_bar = tqdm(range(1, frames + 1), desc="gait", unit="frame", disable=None if progress else True,
-                              leave=False)
-            for frame in frames_bar:
-                command[frame] = self._link_commands(time[frame])
-                self.latency.step(command[frame], self.dt)
-                pressure[frame] = self.latency.differential
-                self._apply_pressure(pressure[frame])
-                try:
-                    self.solver.step(self.state, self.state, self.control, self.dt)
-                except SimulationError as exc:
-                    self.trajectories = record(frame - 1)
-                    raise SimulationError(
-                        f"snake {exc.world} blew up (NaN, Inf or a runaway speed) at t = {time[frame]:.4f} s; reduce dt or "
-                        "check the snake's parameters", world=exc.world, step=frame) from None
-                particles, body_q = self._positions()
-                com[frame], curvature[frame] = self._observe(particles, body_q)
-                if recorder is not None and frame % usd_stride == 0:
-                    self._usd_frame(recorder, time[frame], usd_meshes, usd_bodies, particles, body_q)
+        try:
+            with recorder or contextlib.nullcontext():
+                if recorder is not None:
+                    usd_meshes, usd_bodies = self._usd_scene(recorder, particles)
+                    self._usd_frame(recorder, 0.0, usd_meshes, usd_bodies, particles, body_q)
+                for frame in progress_notes(range(1, frames + 1), desc="gait", unit="frame", enabled=progress):
+                    command[frame] = self._link_commands(time[frame])
+                    chambers[frame] = self.latency.step(command[frame], self.dt)
+                    pressure[frame] = self.latency.differential
+                    self._apply_pressure(pressure[frame])
+                    try:
+                        self.solver.step(self.state, self.state, self.control, self.dt)
+                    except SimulationError as exc:
+                        raise SimulationError(
+                            f"snake {exc.world} blew up (NaN, Inf or a runaway speed) at t = {time[frame]:.4f} s; "
+                            "reduce dt or check the snake's parameters", world=exc.world, step=frame) from None
+                    particles, body_q = self._positions()
+                    com[frame], curvature[frame], heading = self._observe(particles, body_q)
+                    # Continuous heading: add the wrapped change since the last frame.
+                    yaw[frame] = yaw[frame - 1] + (heading - yaw[frame - 1] + math.pi) % (2.0 * math.pi) - math.pi
+                    done = frame
+                    if recorder is not None and frame % usd_stride == 0:
+                        self._usd_frame(recorder, time[frame], usd_meshes, usd_bodies, particles, body_q)
+                    if on_frame is not None and frame % on_frame_every == 0:
+                        on_frame(time[frame], particles, body_q)
+        except (SimulationError, KeyboardInterrupt):
+            self.trajectories = record(done)
+            raise
         self.trajectories = record(frames)
         return self.trajectories

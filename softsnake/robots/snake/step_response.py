@@ -12,10 +12,10 @@ import math
 from pathlib import Path
 
 import numpy as np
-from tqdm import tqdm
 
 from softsnake.errors import ConfigError
 from softsnake.output_files import replaced_when_complete
+from softsnake.progress import progress as progress_notes
 from softsnake.units import pa_to_psi
 
 from ..actuation import REFERENCE_DT_DEFAULT, SUPPLY_PRESSURE_DEFAULT, PressureLatency
@@ -27,6 +27,10 @@ DURATION_DEFAULT = 1.0
 """Length of each step response [s]."""
 
 PHASES = ("inflate", "deflate")
+
+BYTES_PER_STEP = 2 * len(STEP_LEVELS) * 8 * 4
+"""Memory a response holds per controller step: both phases, every level, the model and the
+paper's map, with the CSV rows [B] (an estimate for run-size checks)."""
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -53,7 +57,7 @@ def _run_steps(model, command, step_count, advance, progress):
     """Pressures of chamber 1 after 0..step_count calls of advance(command), shape
     (2, step_count + 1, level_count) [Pa]."""
     history = [model.pressure[..., 1]]
-    for _ in tqdm(range(step_count), desc="step response", disable=None if progress else True, leave=False):
+    for _ in progress_notes(range(step_count), desc="step response", unit="step", enabled=progress):
         history.append(advance(command)[..., 1])
     return np.stack(history, axis=1)
 
@@ -72,7 +76,7 @@ def simulate_step_response(
     dt: controller time step [s].
     duration: simulated time per response [s]; rounded up to whole steps.
     levels: step levels as fractions of p_s [-].
-    progress: show a tqdm progress bar.
+    progress: report progress on standard error (``softsnake.progress``).
     Both phases and all levels run as one batch of shape (2, level_count).
     """
     if not (0.0 < dt <= duration < math.inf):

@@ -5,11 +5,22 @@ import math
 
 import matplotlib
 import numpy as np
+from matplotlib.cm import ScalarMappable
+from matplotlib.colors import Normalize
 from matplotlib.patches import Circle, Rectangle
 
 from softsnake.plotting import new_figure, save, styled
 
 from .scene import ObstacleCircle, ObstacleRectangle
+
+
+def heading_colors(headings):
+    """RGB colour of every vine from its launch heading [rad]: viridis over the batch's range (the
+    middle of the map if all are equal), in the paths plot and the animation alike."""
+    headings = np.asarray(headings, dtype=np.float64)
+    span = np.ptp(headings)
+    position = (headings - headings.min()) / span if span > 0 else np.full(headings.shape, 0.5)
+    return [tuple(rgba[:3]) for rgba in matplotlib.colormaps["viridis"](position)]
 
 
 def draw_obstacles(axes, obstacles):
@@ -98,24 +109,36 @@ def _obstacle_corners(obstacle):
 
 
 @styled
-def plot_tip_paths(path, scene, times, tips, lengths, final_backbones):
-    """Tip paths and final shapes over the obstacles, and length against time (complete or absent)."""
+def plot_tip_paths(path, scene, times, tips, lengths, final_backbones, headings=None):
+    """Tip paths and final shapes over the obstacles, and length against time (complete or absent).
+
+    headings: (V,) launch heading of every vine [rad] or None; the vines are coloured by it
+    (viridis) with a colour bar when it varies, so a batch shows which launch went where. The
+    view holds the whole scene: every obstacle, the base and every path.
+    """
+    vines = tips.shape[1]
+    headings = np.zeros(vines) if headings is None else np.asarray(headings, dtype=np.float64)
     figure, (paths_axes, length_axes) = new_figure(11, 4.8, 1, 2)
     draw_obstacles(paths_axes, scene.obstacles)
-    colours = matplotlib.colormaps["viridis"](np.linspace(0.0, 1.0, tips.shape[1]))
-    for vine in range(tips.shape[1]):
+    colours = heading_colors(headings)
+    for vine in range(vines):
         paths_axes.plot(tips[:, vine, 0], tips[:, vine, 1], color=colours[vine], linewidth=0.8)
         paths_axes.plot(final_backbones[vine, :, 0], final_backbones[vine, :, 1], color=colours[vine], linewidth=2.0,
                         alpha=0.6)
         length_axes.plot(times, lengths[:, vine], color=colours[vine], linewidth=0.8)
-    points = np.concatenate([tips.reshape(-1, 2), final_backbones.reshape(-1, 2), np.zeros((1, 2))])
-    margin = 0.1 * max(np.ptp(points[:, 0]), np.ptp(points[:, 1]), 0.05)
+    corners = [point for obstacle in scene.obstacles for point in _obstacle_corners(obstacle)]
+    points = np.concatenate([tips.reshape(-1, 2), final_backbones.reshape(-1, 2), np.zeros((1, 2)),
+                             np.asarray(corners, dtype=np.float64).reshape(-1, 2)])
+    margin = 0.05 * max(np.ptp(points[:, 0]), np.ptp(points[:, 1]), 0.05)
     paths_axes.set_xlim(points[:, 0].min() - margin, points[:, 0].max() + margin)
     paths_axes.set_ylim(points[:, 1].min() - margin, points[:, 1].max() + margin)
     paths_axes.set_aspect("equal")
     paths_axes.set_xlabel("x [m]")
     paths_axes.set_ylabel("y [m]")
     paths_axes.set_title(f"{scene.name}: tip paths (thin) and final shapes (thick)")
+    if np.ptp(headings) > 0:
+        mappable = ScalarMappable(norm=Normalize(headings.min(), headings.max()), cmap="viridis")
+        figure.colorbar(mappable, ax=paths_axes, label="launch heading [rad]", shrink=0.8)
     length_axes.set_xlabel("time [s]")
     length_axes.set_ylabel("length [m]")
     length_axes.set_title("vine length")

@@ -47,6 +47,10 @@ STEERING_CURVATURE_MAX = 2.0
 STEERING_SUPPLY_PRESSURE = psi_to_pa(10.0)
 """Supply pressure of the steering muscles [Pa] (the PressureLatency default)."""
 
+CPU_SECONDS_PER_BODY_STEP = 2e-5
+"""Wall time of one step per rigid body of a vine on one CPU core [s], for run estimates: a 30-body
+vine steps in 0.59 ms (experiments/results/vine.md)."""
+
 SOLVER_DEFAULTS = {"substeps": 1, "newton_iterations": 4, "linear_iterations": 20}
 """Solver settings of the vine rollouts: one substep per step of the papers' dt (1/90 s) follows
 the reference rollouts of seed 000 more closely than two (experiments/results/vine.md). Vines of

@@ -45,6 +45,19 @@ def tube_points(backbone, radius, sides=TUBE_SIDES):
     return points.reshape(-1, 3)
 
 
+WALL_DRAW_THICKNESS = 0.002
+"""Thickness of a drawn wall [m] (a wall is a segment in the model)."""
+
+
+def box_footprint(obstacle):
+    """(centre (x, y) [m], size (along, across) [m], angle [rad]) of a rectangle or a wall obstacle
+    drawn as a box: a wall becomes a box WALL_DRAW_THICKNESS thick along its segment."""
+    if isinstance(obstacle, ObstacleRectangle):
+        return obstacle.center, obstacle.size, obstacle.angle
+    start, end = np.asarray(obstacle.start), np.asarray(obstacle.end)
+    return 0.5 * (start + end), (float(np.linalg.norm(end - start)), WALL_DRAW_THICKNESS), math.atan2(*(end - start)[::-1])
+
+
 def add_usd_obstacles(recorder, obstacles, height):
     """Add the scene's obstacles to a USD recorder as static shapes ``height`` tall [m]."""
     group = recorder.add_group("obstacles")
@@ -54,12 +67,7 @@ def add_usd_obstacles(recorder, obstacles, height):
             recorder.add_static_cylinder(name, (*obstacle.center, 0.0), obstacle.radius, height, color=(0.8, 0.3, 0.2),
                                          parent=group)
             continue
-        if isinstance(obstacle, ObstacleRectangle):
-            center, size, angle = obstacle.center, obstacle.size, obstacle.angle
-        else:
-            start, end = np.asarray(obstacle.start), np.asarray(obstacle.end)
-            center, angle = 0.5 * (start + end), math.atan2(*(end - start)[::-1])
-            size = (float(np.linalg.norm(end - start)), 0.002)
+        center, size, angle = box_footprint(obstacle)
         rotation = (0.0, 0.0, math.sin(0.5 * angle), math.cos(0.5 * angle))
         recorder.add_static_box(name, (*center, 0.0), (0.5 * size[0], 0.5 * size[1], 0.5 * height), rotation,
                                 color=(0.8, 0.3, 0.2), parent=group)

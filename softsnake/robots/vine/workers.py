@@ -11,13 +11,22 @@ states of the whole batch in one process (tests/test_vine_workers.py).
 
 The processes are started with the "spawn" method: each imports Warp afresh (a forked copy of an
 initialised Warp runtime is not safe) and loads the kernels from Warp's cache.
+
+Ctrl-C. The workers ignore SIGINT (a terminal sends it to the whole process group): the parent
+alone gets the KeyboardInterrupt, and closing the batch stops the workers, so an interrupted batch
+ends with one message and no worker tracebacks. They are started with SIGINT ignored, which a
+spawned Python keeps, so that no worker is interrupted while it imports either.
 """
 
+import contextlib
 import multiprocessing
 import os
+import signal
+import threading
 
 import numpy as np
 
+from softsnake.console import is_verbose, start_warp
 from softsnake.errors import ConfigError, ModelError, SimulationError
 from softsnake.validation import positive_integer
 
@@ -28,8 +37,24 @@ FORWARDED_ERRORS = {error.__name__: error for error in (ModelError, ConfigError)
 SimulationError (raised with the vine's index in the whole batch) becomes a ConfigError."""
 
 
-def _serve(connection, specs, options):
-    """Worker process: hold a VineBatch of its share and answer the parent's requests."""
+@contextlib.contextmanager
+def _sigint_ignored():
+    """Ignore SIGINT inside the block (in the main thread; elsewhere signals cannot be set)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def _serve(connection, specs, options, verbose):
+    """Worker process: hold a VineBatch of its share and answer the parent's requests; Warp as
+    quiet as in the parent (``verbose``)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C and closes the batch
+    start_warp(verbose)
     try:
         batch = VineBatch(specs, device="cpu", **options)
     except Exception as error:  # reported to the parent, which raises it there
@@ -37,7 +62,10 @@ def _serve(connection, specs, options):
         return
     connection.send(("ready", batch.half_length))
     while True:
-        request, *arguments = connection.recv()
+        try:
+            request, *arguments = connection.recv()
+        except (EOFError, OSError):  # the parent went away
+            return
         if request == "close":
             return
         try:
@@ -91,8 +119,10 @@ class VineBatchWorkers:
         try:
             for begin, end in self._shares:
                 parent, child = context.Pipe()
-                process = context.Process(target=_serve, args=(child, specs[begin:end], batch_options), daemon=True)
-                process.start()
+                process = context.Process(target=_serve, args=(child, specs[begin:end], batch_options, is_verbose()),
+                                          daemon=True)
+                with _sigint_ignored():
+                    process.start()
                 child.close()
                 self._connections.append(parent)
                 self._processes.append(process)

@@ -93,6 +93,8 @@ BAD_VALUES = [
     ("link.resolution.paper", "section_count", "13.0", "link.resolution.paper.section_count"),
     ("link.resolution.paper", "outer_ring_points", "15", "link.resolution.paper.outer_ring_points"),
     ("link.resolution.coarse", "chamber_ring_points", "2", "link.resolution.coarse.chamber_ring_points"),
+    ("link.resolution.coarse", "element_modulus_factor", "0", "link.resolution.coarse.element_modulus_factor"),
+    ("link.resolution.coarse", "element_modulus_factor", '"soft"', "link.resolution.coarse.element_modulus_factor"),
     ("cap", "mass", "0", "cap.mass"),
     ("cap", "width", "0.02", "cap.width"),
     ("cap", "height", '"tall"', "cap.height"),
@@ -145,3 +147,33 @@ def test_configs_made_in_code_are_validated():
         MaterialConfig(young_modulus=66243.0, poisson_ratio=0.4, density=math.nan)
     with pytest.raises(ConfigError, match="link.resolution.x.chamber_ring_points"):
         ResolutionConfig(name="x", section_count=13, outer_ring_points=16, chamber_ring_points=5)
+
+
+def test_element_modulus_factor_is_a_coarse_calibration_only():
+    # The paper mesh is the reference (factor 1, key left out); the coarse mesh carries the
+    # calibration documented in snake.toml (tests/robots/snake/test_calibration.py measures it).
+    config = load_snake_config()
+    assert config.resolution("paper").element_modulus_factor == 1.0
+    assert 0.0 < config.resolution("coarse").element_modulus_factor < 1.0
+    assert "element_modulus_factor" not in SHIPPED_TEXT.split("[link.resolution.paper]")[1].split("[")[0]
+
+
+def test_element_modulus_factor_scales_only_the_tetrahedra():
+    import dataclasses
+
+    from softsnake.builder import ModelBuilder
+    from softsnake.robots.snake.robot import add_soft_link
+
+    config = load_snake_config(resolution="coarse")
+    unscaled = dataclasses.replace(config.resolution("coarse"), element_modulus_factor=1.0)
+    built = []
+    for resolution in (config.resolution("coarse"), unscaled):
+        builder = ModelBuilder()
+        add_soft_link(builder, config, resolution, position=(0.0, 0.0, 0.0), rotation=(0.0, 0.0, 0.0, 1.0))
+        built.append(builder)
+    scaled, plain = (b.finalize("cpu") for b in built)
+    factor = config.resolution("coarse").element_modulus_factor
+    # The tetrahedra's modulus is scaled; the distance rows (the actuation rows included) keep theirs.
+    assert scaled.tet_youngs_modulus.numpy() == pytest.approx(factor * plain.tet_youngs_modulus.numpy(), rel=1e-6)
+    for name in ("distance_compliance", "distance_youngs_modulus", "distance_rest_length"):
+        assert (getattr(scaled, name).numpy() == getattr(plain, name).numpy()).all(), name

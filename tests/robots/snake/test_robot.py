@@ -199,7 +199,7 @@ def test_simulation_rejects_bad_options(coarse):
 
 @pytest.mark.parametrize("argv, message", [
     (["gait", "--snakes", "0"], "--snakes must be at least 1"),
-    (["gait", "--offset", "0.1,0.2,0.3"], "--offset has 3 values"),
+    (["gait", "--snakes", "2", "--offset", "0.1,0.2,0.3"], "--offset has 3 values"),
     (["gait", "--sweep", "speed=1:2"], "NAME must be one of"),
     (["gait", "--sweep", "offset=-0.5:0.5", "--offset", "0.2"], "--offset is swept"),
     (["gait", "--amplitude-psi", "9"], "amplitude must lie in"),
@@ -240,10 +240,11 @@ def test_bench_times_a_paper_link_that_stays_finite():
 def test_warm_start_survives_chamber_switches(coarse):
     """A warm-started solver starts cold in a world whose chambers switched since the last step: a one-link
     snake with latency off (8 psi sinusoid, 2 Hz), whose warm-started run blew up at 3.33 s right after a
-    chamber switch, runs 3.5 s (7 switches) with its link bending at most 10 1/m (it reaches about 3.8)."""
+    chamber switch, runs 3.5 s (7 switches) with its link bending at most 20 1/m (it reaches about 11.9 with
+    the coarse link calibrated to the paper mesh's curvature per psi, 3.8 before; a blow-up gives NaN)."""
     config = dataclasses.replace(coarse, link_count=1)
     sim = SnakeSimulation(1, resolution="coarse", config=config, latency=False, seconds=3.5)
     sim.solver = softsnake.Solver(sim.model, substeps=2, newton_iterations=4, linear_iterations=20, warm_start=True)
     trajectories = sim.run(progress=False)
     assert np.all(np.isfinite(trajectories.com))
-    assert np.abs(trajectories.curvature).max() < 10.0
+    assert np.abs(trajectories.curvature).max() < 20.0

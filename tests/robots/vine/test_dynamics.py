@@ -381,7 +381,8 @@ def test_batch_vines_match_vines_alone():
 
 
 def test_vine_command_writes_usd_csv_png(tmp_path):
-    """``softsnake vine`` on a shipped scene: the three outputs exist, the CSV has one row per step and vine."""
+    """``softsnake vine`` on a shipped scene: the four outputs exist, named after the scene file, the CSV has
+    one row per step and vine."""
     run = subprocess.run([*CLI, "vine", "jitosho_cluttered_2", "--vines", "2",
                           "--seconds", "0.1", "--spread-heading", "0.2", "--out", str(tmp_path)],
                          capture_output=True, text=True, timeout=120)
@@ -389,8 +390,9 @@ def test_vine_command_writes_usd_csv_png(tmp_path):
     table = np.loadtxt(tmp_path / "jitosho_cluttered_2_tips.csv", delimiter=",", skiprows=1)
     assert table.shape == (2 * 10, 6)
     assert np.allclose(np.unique(table[:, 2]), -0.9075712110370514 + np.array([-0.1, 0.1]), atol=1e-6)
-    assert (tmp_path / "jitosho_cluttered_2.usd").is_file()
+    assert (tmp_path / "jitosho_cluttered_2.usdc").is_file()
     assert (tmp_path / "jitosho_cluttered_2_paths.png").stat().st_size > 0
+    assert (tmp_path / "jitosho_cluttered_2.gif").stat().st_size > 0
 
 
 def test_vine_command_workers_write_the_same_tip_paths(tmp_path):
@@ -399,7 +401,7 @@ def test_vine_command_workers_write_the_same_tip_paths(tmp_path):
     for workers in ("1", "2"):
         out = tmp_path / workers
         run = subprocess.run([*CLI, "vine", "jitosho_cluttered_2", "--vines", "3", "--seconds", "0.1",
-                              "--spread-heading", "0.2", "--workers", workers, "--out", str(out)],
+                              "--spread-heading", "0.2", "--workers", workers, "--no-video", "--out", str(out)],
                              capture_output=True, text=True, timeout=120)
         assert run.returncode == 0, run.stderr
         tables.append((out / "jitosho_cluttered_2_tips.csv").read_bytes())
@@ -412,7 +414,7 @@ def test_vine_command_workers_write_the_same_tip_paths(tmp_path):
     (["jitosho_wall", "--workers", "2", "--device", "cuda"], "--workers splits a batch over CPU processes"),
     (["jitosho_wall", "--vines", "0"], "--vines must be at least 1"),
     (["jitosho_wall", "--seconds", "-1"], "--seconds must be a positive"),
-    (["jitosho_wall", "--device", "tpu"], "unknown device"),
+    (["jitosho_wall", "--device", "tpu"], "--device must be cpu, cuda or cuda:N"),
 ])
 def test_vine_command_bad_input_is_one_line(tmp_path, options, message):
     run = subprocess.run([*CLI, "vine", *options, "--out", str(tmp_path)],

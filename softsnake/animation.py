@@ -1,0 +1,216 @@
+"""Animations a person can open without a USD viewer: an animated GIF of triangle meshes seen from
+above and in perspective, side by side (matplotlib draws the frames, Pillow writes the GIF).
+
+A robot's animation is a list of ``Part`` lists, one list per frame: every part a triangle mesh in
+world coordinates [m] with a colour. ``static`` parts (obstacles) are drawn in every frame. The
+views keep one camera for the whole animation, framing everything any frame shows.
+
+    frames = [[Part(points, faces, (0.9, 0.6, 0.2)), ...], ...]
+    write_gif("run.gif", frames, times, title="3 snakes")
+
+GIF needs no encoder beyond Pillow (a matplotlib dependency) and opens in any web browser or
+image viewer.
+"""
+
+import dataclasses
+
+import matplotlib
+import numpy as np
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.collections import PolyCollection
+from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
+from mpl_toolkits.mplot3d.art3d import Poly3DCollection
+
+from .output_files import replaced_when_complete
+from .plotting import STYLE
+
+FPS_DEFAULT = 12.0
+"""Frames per second of simulated time in an animation [1/s]; the GIF plays in real time."""
+
+FRAMES_MAX = 240
+"""Most frames an animation holds [-]: a longer run is sampled more sparsely and plays faster."""
+
+DPI = 90
+"""Resolution of the frames [dots per inch]."""
+
+HEIGHT = 4.5
+"""Height of the pictures [inch]."""
+
+LIGHT = np.array([0.3, -0.4, 0.87]) / np.linalg.norm([0.3, -0.4, 0.87])
+"""Direction toward the light for shading the faces [-]."""
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class Part:
+    """One triangle mesh of a frame: ``points`` (n, 3) [m], ``faces`` (m, 3) indices into points,
+    ``color`` RGB in [0, 1]."""
+
+    points: np.ndarray
+    faces: np.ndarray
+    color: tuple
+
+
+def frame_stride(frame_count, dt, fps=FPS_DEFAULT, frames_max=FRAMES_MAX):
+    """Every how many simulation frames of ``dt`` [s] an animation of ``frame_count`` frames takes a
+    picture: ``fps`` pictures per simulated second, at most ``frames_max`` in all [-]."""
+    stride = max(1, int(round(1.0 / (fps * dt))))
+    return max(stride, int(np.ceil(frame_count / frames_max)))
+
+
+# --------------------------------------------------------------------------- meshes of shapes
+
+
+def quat_rotate(quat_xyzw, points):
+    """``points`` (n, 3) rotated by the unit quaternion (x, y, z, w)."""
+    x, y, z, w = (float(v) for v in quat_xyzw)
+    rotation = np.array([
+        [1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
+        [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
+        [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)]])
+    return np.asarray(points) @ rotation.T
+
+
+def box_mesh(half_extents):
+    """Corners (8, 3) and triangles (12, 3) of a box centred at the origin [m]."""
+    hx, hy, hz = half_extents
+    corners = np.array([[sx * hx, sy * hy, sz * hz] for sx in (-1, 1) for sy in (-1, 1) for sz in (-1, 1)])
+    quads = [(0, 1, 3, 2), (4, 6, 7, 5), (0, 4, 5, 1), (2, 3, 7, 6), (0, 2, 6, 4), (1, 5, 7, 3)]
+    faces = [tri for a, b, c, d in quads for tri in ((a, b, c), (a, c, d))]
+    return corners, np.asarray(faces, dtype=np.int64)
+
+
+def cylinder_mesh(radius, half_height, sides=10):
+    """Points (2 sides + 2, 3) and triangles of a closed cylinder along z centred at the origin [m]."""
+    angle = 2.0 * np.pi * np.arange(sides) / sides
+    ring = np.column_stack([radius * np.cos(angle), radius * np.sin(angle)])
+    points = np.vstack([np.column_stack([ring, np.full(sides, -half_height)]),
+                        np.column_stack([ring, np.full(sides, half_height)]),
+                        [[0.0, 0.0, -half_height], [0.0, 0.0, half_height]]])
+    faces = []
+    for k in range(sides):
+        a, b = k, (k + 1) % sides
+        faces += [(a, b, b + sides), (a, b + sides, a + sides), (2 * sides, b, a), (2 * sides + 1, a + sides, b + sides)]
+    return points, np.asarray(faces, dtype=np.int64)
+
+
+def posed(mesh, position, quat_xyzw, color):
+    """The ``Part`` of a (points, faces) mesh moved to a body pose (position [m], quaternion x, y, z, w)."""
+    points, faces = mesh
+    return Part(quat_rotate(quat_xyzw, points) + np.asarray(position, dtype=np.float64), faces, color)
+
+
+# --------------------------------------------------------------------------- drawing
+
+
+def _triangles(parts):
+    """(triangles (k, 3, 3) [m], RGB colours (k, 3)) of all parts, shaded by the light."""
+    if not parts:
+        return np.zeros((0, 3, 3)), np.zeros((0, 3))
+    triangles = np.concatenate([np.asarray(part.points, dtype=np.float64)[part.faces] for part in parts])
+    colors = np.concatenate([np.tile(part.color, (len(part.faces), 1)) for part in parts])
+    normal = np.cross(triangles[:, 1] - triangles[:, 0], triangles[:, 2] - triangles[:, 0])
+    normal /= np.maximum(np.linalg.norm(normal, axis=1, keepdims=True), 1e-30)
+    shade = 0.55 + 0.45 * np.abs(normal @ LIGHT)
+    return triangles, np.clip(colors * shade[:, None], 0.0, 1.0)
+
+
+def _bounds(frames, static):
+    points = [np.asarray(part.points).reshape(-1, 3) for frame in frames for part in frame]
+    points += [np.asarray(part.points).reshape(-1, 3) for part in static]
+    points = np.concatenate(points)
+    low, high = points.min(axis=0), points.max(axis=0)
+    margin = 0.05 * max(float(np.max(high[:2] - low[:2])), 1e-3)
+    return low - margin, high + margin
+
+
+class _Views:
+    """The two panels of an animation: a top view (x, y) and a perspective view, ``height`` inches
+    tall; the top view's width follows the scene's shape."""
+
+    def __init__(self, bounds, title, height):
+        low, high = bounds
+        span = high - low
+        top_width = float(np.clip(0.9 * height * span[0] / max(span[1], 1e-9), 0.45 * height, 1.8 * height))
+        perspective_width = 1.35 * height
+        self.figure = Figure(figsize=(top_width + perspective_width, height), dpi=DPI, layout="constrained")
+        self.figure.get_layout_engine().set(h_pad=0.12, w_pad=0.08)
+        grid = self.figure.add_gridspec(1, 2, width_ratios=(top_width, perspective_width))
+        self.top = self.figure.add_subplot(grid[0, 0])
+        self.perspective = self.figure.add_subplot(grid[0, 1], projection="3d")
+        self.title = title
+        self.canvas = FigureCanvasAgg(self.figure)
+        self.top.set_xlim(low[0], high[0])
+        self.top.set_ylim(low[1], high[1])
+        self.top.set_aspect("equal")
+        self.top.set_xlabel("x [m]")
+        self.top.set_ylabel("y [m]")
+        self.top.set_title("from above")
+        self.perspective.set_xlim(low[0], high[0])
+        self.perspective.set_ylim(low[1], high[1])
+        # Metres equal on every axis, but the height at least a twentieth of the width.
+        top_z = low[2] + max(span[2], 0.05 * max(span[0], span[1]))
+        self.perspective.set_zlim(low[2], top_z)
+        self.perspective.set_box_aspect((span[0], span[1], top_z - low[2]), zoom=1.25)
+        self.perspective.view_init(elev=28.0, azim=-115.0)
+        self.perspective.set_zticks([])
+        for axis in (self.perspective.xaxis, self.perspective.yaxis):
+            axis.set_major_locator(MaxNLocator(4))
+        self.perspective.set_xlabel("x [m]")
+        self.perspective.set_ylabel("y [m]")
+        self.perspective.set_title("perspective")
+        self._artists = []
+        self._laid_out = False
+
+    def draw(self, parts, time):
+        for artist in self._artists:
+            artist.remove()
+        triangles, colors = _triangles(parts)
+        # Painter's order from above: lower faces first.
+        order = np.argsort(triangles[:, :, 2].mean(axis=1))
+        flat = PolyCollection(triangles[order][:, :, :2], facecolors=colors[order], edgecolors="none")
+        solid = Poly3DCollection(triangles, facecolors=colors, edgecolors="none")
+        self.top.add_collection(flat)
+        self.perspective.add_collection3d(solid)
+        self.figure.suptitle(f"{self.title}   t = {time:5.2f} s")
+        self._artists = [flat, solid]
+        self.canvas.draw()
+        if not self._laid_out:
+            # Lay the panels out once, for the first picture; every later one keeps that layout.
+            self.figure.set_layout_engine("none")
+            self._laid_out = True
+        return np.asarray(self.canvas.buffer_rgba())[..., :3].copy()
+
+
+def render_frames(frames, times, *, title="", static=(), height=HEIGHT):
+    """The pictures (RGB arrays) of an animation: ``frames`` a list of ``Part`` lists, ``times`` the
+    simulated time of each [s], ``static`` parts drawn in every frame."""
+    if len(frames) != len(times) or not frames:
+        raise ValueError("an animation needs one time per frame and at least one frame")
+    static = list(static)
+    with matplotlib.rc_context(STYLE):
+        views = _Views(_bounds(frames, static), title, height)
+        return [views.draw(static + list(parts), time) for parts, time in zip(frames, times)]
+
+
+def write_gif(path, frames, times, *, title="", static=(), fps=FPS_DEFAULT, height=HEIGHT):
+    """Write an animated GIF of ``frames`` (see ``render_frames``) at ``path`` (complete or absent),
+    ``fps`` pictures per second; returns the path."""
+    from PIL import Image
+
+    pictures = [Image.fromarray(rgb) for rgb in render_frames(frames, times, title=title, static=static, height=height)]
+    duration_ms = max(20, int(round(1000.0 / fps)))
+    with replaced_when_complete(path) as temporary:
+        pictures[0].save(temporary, format="GIF", save_all=True, append_images=pictures[1:], duration=duration_ms,
+                         loop=0, optimize=False)
+    return path
+
+
+def write_png_frame(path, parts, time, *, title="", static=(), height=HEIGHT):
+    """Write one picture of an animation (``parts`` at ``time`` [s]) as a PNG file (complete or absent)."""
+    from PIL import Image
+
+    (rgb,) = render_frames([parts], [time], title=title, static=static, height=height)
+    with replaced_when_complete(path) as temporary:
+        Image.fromarray(rgb).save(temporary, format="PNG")
+    return path

@@ -1,0 +1,76 @@
+"""The animation of a gait run (``softsnake gait``'s GIF): every snake's links, modules and wheels,
+seen from above and in perspective. Each snake's links have the colour of its path in
+``trajectories.png`` (matplotlib's C0, C1, ...)."""
+
+import numpy as np
+from matplotlib.colors import to_rgb
+
+from softsnake.animation import Part, box_mesh, cylinder_mesh, frame_stride, posed, write_gif
+
+MODULE_COLOR = (0.25, 0.25, 0.3)
+WHEEL_COLOR = (0.08, 0.08, 0.08)
+
+
+def snake_color(snake):
+    """RGB colour of snake ``snake`` in the plots and the animation."""
+    return to_rgb(f"C{snake % 10}")
+
+
+class SnakeAnimation:
+    """Pictures of a ``SnakeSimulation`` run, taken every ``stride`` frames.
+
+    Pass ``record`` as the run's frame callback (``SnakeSimulation.run(on_frame=..., on_frame_every=...)``);
+    ``write`` draws what was recorded into a GIF (also after an interrupted run).
+    """
+
+    def __init__(self, simulation, stride):
+        self.snake_count = simulation.snake_count
+        self.dt = simulation.dt
+        self.stride = int(stride)
+        snake = simulation.snake
+        self._link_particles = np.concatenate([np.arange(link.particles.start, link.particles.stop)
+                                               for link in snake.links])
+        self._link_faces = []
+        offset = 0
+        for link in snake.links:
+            self._link_faces.append(np.asarray(link.surface_triangles) + offset)
+            offset += link.particle_count
+        self._faces = np.concatenate(self._link_faces)
+        self._modules = np.asarray(snake.module_bodies)
+        self._wheels = np.asarray(snake.wheel_bodies).reshape(-1)
+        cap, wheel = simulation.config.cap, simulation.config.wheel
+        self._module_mesh = box_mesh((0.5 * cap.length, 0.5 * cap.width, 0.5 * cap.height))
+        self._wheel_mesh = cylinder_mesh(wheel.radius, 0.5 * wheel.width)
+        self.times, self._points, self._bodies = [], [], []
+
+    @classmethod
+    def for_run(cls, simulation):
+        """An animation of ``simulation`` with the default picture rate (``frame_stride``)."""
+        return cls(simulation, frame_stride(simulation.frame_count, simulation.dt))
+
+    def record(self, time, particles, body_q):
+        """Keep one picture: ``particles`` (snakes, particles, 3) and ``body_q`` (snakes, bodies, 7)."""
+        self.times.append(float(time))
+        self._points.append(np.array(particles[:, self._link_particles], dtype=np.float32))
+        self._bodies.append(np.array(body_q[:, np.concatenate([self._modules, self._wheels])], dtype=np.float32))
+
+    @property
+    def frame_count(self):
+        return len(self.times)
+
+    def parts(self, index):
+        """The ``Part`` list of picture ``index``."""
+        parts = []
+        modules = len(self._modules)
+        for s in range(self.snake_count):
+            parts.append(Part(self._points[index][s], self._faces, snake_color(s)))
+            for k, pose in enumerate(self._bodies[index][s]):
+                mesh, color = (self._module_mesh, MODULE_COLOR) if k < modules else (self._wheel_mesh, WHEEL_COLOR)
+                parts.append(posed(mesh, pose[:3], pose[3:7], color))
+        return parts
+
+    def write(self, path, *, title=""):
+        """Write the recorded pictures as an animated GIF (complete or absent); returns the path."""
+        frames = [self.parts(k) for k in range(self.frame_count)]
+        fps = 1.0 / (self.stride * self.dt)
+        return write_gif(path, frames, self.times, title=title, fps=fps)
