@@ -2,10 +2,11 @@
 
 A scene holds the robot's parameters (``[vine]``), the time stepping (``[sim]``), the obstacles
 (``[[obstacles]]``) and, optionally, a planning problem (``[plan]``, seed 004). Every value is SI
-(m, kg, s, Pa, rad); every table and every key of ``[vine]``, ``[sim]`` and ``[plan]`` except
-``plan.target`` and ``plan.orientation`` is optional, with the defaults documented on the
+(m, kg, s, Pa, rad). The ``[vine]`` table is required (an empty file, or one without it, is most
+likely not the scene meant); every other table, and every key of ``[vine]``, ``[sim]`` and ``[plan]``
+except ``plan.target`` and ``plan.orientation``, is optional, with the defaults documented on the
 dataclasses below (the defaults of ``[vine]`` and ``[sim]`` are the cluttered-environment example
-of seed 000). Example::
+of seed 000: an empty ``[vine]`` table asks for that robot). Example::
 
     name = "planner_navigation"
     description = "seed 004 navigation experiment"
@@ -35,7 +36,10 @@ of seed 000). Example::
 
 Bad input raises ``ConfigError`` with a one-line message naming the file and the offending key
 (``planner.toml: obstacles[2].radius: must be positive, got -0.01``). The dataclasses validate
-themselves, so scenes built in code are checked the same way.
+themselves, so scenes built in code are checked the same way. A scene's growth must be one the
+simulator can follow: the tip may advance at most one tube radius per time step
+(``VineScene``: contacts are found once per step, so a faster tip passes through obstacles, and the
+growth drives no longer keep the links together).
 
 ``load_scene`` also accepts the name of a shipped scene (``load_scene("planner_navigation")``),
 looked up in ``softsnake/assets/vine/``.
@@ -331,6 +335,16 @@ class VineScene:
     plan: PlanProblem | None = None
     source: str = "<dict>"
 
+    def __post_init__(self):
+        limit = self.vine.tube_radius / self.sim.dt
+        if self.vine.growth_rate > limit:
+            grown = self.vine.length + self.vine.growth_rate * self.sim.duration
+            raise ConfigError(
+                f"vine.growth_rate: {self.vine.growth_rate:g} m/s would grow the vine from {self.vine.length:g} m to "
+                f"{grown:.3g} m in sim.duration {self.sim.duration:g} s, advancing the tip {self.vine.growth_rate * self.sim.dt:.3g} m "
+                f"per step of sim.dt {self.sim.dt:.3g} s, more than the tube radius {self.vine.tube_radius:g} m: contacts "
+                f"are found once per step, so the tip would pass through obstacles (at most {limit:.3g} m/s here)")
+
 
 _TOP_KEYS = ("name", "description", "vine", "sim", "obstacles", "plan")
 _OBSTACLE_KEYS = {"circle": ("center", "radius"), "rectangle": ("center", "size", "angle"), "wall": ("start", "end")}
@@ -392,6 +406,9 @@ def scene_from_dict(data, *, source="<dict>", default_name="scene"):
     """
     if not isinstance(data, dict):
         raise ConfigError(f"expected a table at the top level, got {data!r}")
+    if not data:
+        raise ConfigError("empty scene: a scene needs at least a [vine] table (an empty [vine] asks for the "
+                          "default robot)")
     _refuse_unknown(data, "", _TOP_KEYS)
     name = _string("name", data.get("name", default_name))
     description = _string("description", data.get("description", ""))
@@ -408,6 +425,8 @@ def scene_from_dict(data, *, source="<dict>", default_name="scene"):
             if key not in plan_data:
                 raise ConfigError(f"plan.{key}: missing key")
         plan = _dataclass_from_table(PlanProblem, plan_data, "plan.")
+    if "vine" not in data:
+        raise ConfigError("vine: missing table (an empty [vine] asks for the default robot)")
     return VineScene(name=name, description=description, vine=vine, sim=sim, obstacles=obstacles, plan=plan,
                      source=source)
 
