@@ -10,7 +10,7 @@ from softsnake.robots.snake.bench import (LINK_CASE, MB, PAPER_CPU_FRAME_S, PAPE
                                           write_bench_csv)
 from softsnake.robots.snake.plots import plot_bench
 
-from .common import check_at_least, check_device, make_output_folder, output_folder
+from .common import add_snake_config_option, check_at_least, check_device, make_output_folder, output_folder, snake_config
 
 CSV_NAME = "bench.csv"
 PNG_NAME = "bench.png"
@@ -21,6 +21,7 @@ def add_arguments(parser):
     parser.add_argument("--device", default="cpu", help="Warp device, cpu or cuda (default: %(default)s)")
     parser.add_argument("--resolution", default="paper", choices=("paper", "coarse"),
                         help="link mesh resolution (default: %(default)s, as in Table II)")
+    add_snake_config_option(parser)
     parser.add_argument("--max-snakes", type=int, default=10, help="largest batch of 1..N snakes (default: 10)")
     parser.add_argument("--frames", type=int, default=5, help="timed frames per case (default: 5)")
     parser.add_argument("--warmup", type=int, default=2, help="untimed frames first (default: 2)")
@@ -30,13 +31,14 @@ def run(args):
     check_device(args.device)
     for option, value in (("--max-snakes", args.max_snakes), ("--frames", args.frames), ("--warmup", args.warmup)):
         check_at_least(option, value, 1)
+    config = snake_config(args)
     out = output_folder(args.out)
     name = device_name(args.device)
     print(f"device: {name}; {args.resolution} mesh; h = 1/120 s, 2 substeps, 4 Newton, 20 CR; "
           f"median of {args.frames} frames after {args.warmup} warm-up")
     try:
         results = run_bench(device=args.device, resolution=args.resolution, max_snakes=args.max_snakes,
-                            frames=args.frames, warmup=args.warmup)
+                            frames=args.frames, warmup=args.warmup, config=config)
     except SimulationError as exc:
         raise UsageError(f"a bench case blew up, so it cannot be timed: {exc}") from None
     make_output_folder(out)

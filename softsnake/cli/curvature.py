@@ -13,7 +13,7 @@ from softsnake.robots.snake.curvature import (FIT_LIMIT_PSI, SECONDS_DEFAULT, SE
 from softsnake.robots.snake.plots import plot_curvature
 from softsnake.units import psi_to_pa
 
-from .common import check_device, check_positive, make_output_folder, output_folder
+from .common import add_snake_config_option, check_device, check_positive, make_output_folder, output_folder, snake_config
 
 CSV_NAME = "curvature.csv"
 PNG_NAME = "curvature.png"
@@ -24,6 +24,7 @@ def add_arguments(parser):
     parser.add_argument("--resolution", default="coarse", choices=("paper", "coarse"),
                         help="link mesh resolution (default: %(default)s)")
     parser.add_argument("--device", default="cpu", help="Warp device, cpu or cuda (default: %(default)s)")
+    add_snake_config_option(parser)
     parser.add_argument("--seconds", type=float, default=SECONDS_DEFAULT,
                         help="simulated time to steady state [s] (default: %(default)g)")
     parser.add_argument("--min-psi", type=float, default=-10.0, help="lowest over-pressure [psi] (default: -10)")
@@ -37,10 +38,11 @@ def run(args):
     check_positive("--step-psi", args.step_psi)
     if not (math.isfinite(args.min_psi) and math.isfinite(args.max_psi)) or args.min_psi >= args.max_psi:
         raise UsageError(f"need --min-psi < --max-psi, got {args.min_psi} and {args.max_psi}")
+    config = snake_config(args)
     out = output_folder(args.out)
     psi = pressure_grid(args.min_psi, args.max_psi, args.step_psi)
     try:
-        sweep = simulate_curvature(psi_to_pa(psi), resolution=args.resolution, device=args.device,
+        sweep = simulate_curvature(psi_to_pa(psi), config=config, resolution=args.resolution, device=args.device,
                                    seconds=args.seconds)
         summary = summarize_curvature(sweep)
     except ConfigError as exc:

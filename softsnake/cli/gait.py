@@ -23,7 +23,8 @@ from softsnake.robots.snake.simulation import SnakeSimulation
 from softsnake.robots.snake.trajectories import CSV_NAME, write_trajectories_csv
 from softsnake.units import pa_to_psi, psi_to_pa
 
-from .common import check_at_least, check_device, check_positive, make_output_folder, output_folder
+from .common import (add_snake_config_option, check_at_least, check_device, check_positive, make_output_folder,
+                     output_folder, snake_config)
 
 SNAKES_DEFAULT = 2
 SECONDS_DEFAULT = 5.0
@@ -46,6 +47,7 @@ def add_arguments(parser):
                         help="link mesh resolution (default: %(default)s)")
     parser.add_argument("--device", default="cpu", help="Warp device, cpu or cuda (default: %(default)s)")
     parser.add_argument("--out", default=".", help="output folder (default: current folder)")
+    add_snake_config_option(parser)
     parser.add_argument("--frequency", default=None, help="oscillation frequency f [Hz] (default: 2)")
     parser.add_argument("--phase-shift", default=None, help="phase shift alpha between links [rad] (default: pi/2)")
     parser.add_argument("--offset", default=None, help="offset phi in [-1, 1], turns the snake (default: 0)")
@@ -129,11 +131,12 @@ def run(args):
     check_positive("--seconds", args.seconds)
     check_positive("--supply-psi", args.supply_psi)
     gait = gait_from_args(args)
+    config = snake_config(args)
     out = output_folder(args.out)
     try:
         simulation = SnakeSimulation(args.snakes, resolution=args.resolution, device=args.device, gait=gait,
                                      latency=args.latency, supply_pressure=psi_to_pa(args.supply_psi),
-                                     seconds=args.seconds)
+                                     seconds=args.seconds, config=config)
     except ConfigError as exc:
         raise UsageError(str(exc)) from None
     make_output_folder(out)

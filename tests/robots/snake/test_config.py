@@ -6,6 +6,7 @@ import pytest
 
 from softsnake.errors import ConfigError
 from softsnake.robots.snake.config import (
+    MAX_LINK_PARTICLES,
     MaterialConfig,
     ResolutionConfig,
     default_config_path,
@@ -145,3 +146,20 @@ def test_configs_made_in_code_are_validated():
         MaterialConfig(young_modulus=66243.0, poisson_ratio=0.4, density=math.nan)
     with pytest.raises(ConfigError, match="link.resolution.x.chamber_ring_points"):
         ResolutionConfig(name="x", section_count=13, outer_ring_points=16, chamber_ring_points=5)
+
+
+def test_binary_file_is_one_line(tmp_path):
+    path = tmp_path / "snake.toml"
+    path.write_bytes(b"\xff\xfe\x00\x81 link_count = 4\n\x9c")
+    expect_error(path, "not a text file (TOML must be UTF-8)")
+
+
+def test_huge_mesh_is_refused_at_once_with_an_estimate(tmp_path):
+    """section_count = 5000 used to mesh for minutes without a word; now the loader refuses it with the
+    particle count, an estimate of the memory and time, and the limit."""
+    path = edited_config(tmp_path, "link.resolution.paper", "section_count", "5000")
+    message = expect_error(path, "link.resolution.paper: 5000 sections of 28 points make 140000 particles per link")
+    assert f"limit of {MAX_LINK_PARTICLES}" in message and "GB of arrays" in message and "s per frame" in message
+    # The largest mesh within the limit loads.
+    largest = MAX_LINK_PARTICLES // 28
+    assert load_snake_config(edited_config(tmp_path, "link.resolution.paper", "section_count", str(largest)))
