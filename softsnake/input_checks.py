@@ -14,12 +14,12 @@ from .errors import SimulationError
 from .kernels import checks
 
 INPUTS = (
-    # (name in messages, model count and world array prefix, kernel, where the array is)
-    ("control.pressure", "pressure_channel", checks.flag_nonfinite_scalars, "control", "pressure"),
-    ("control.joint_target", "spring", checks.flag_nonfinite_scalars, "control", "joint_target"),
-    ("control.prismatic_rate", "prismatic", checks.flag_nonfinite_scalars, "control", "prismatic_rate"),
-    ("state.particle_f", "particle", checks.flag_nonfinite_vectors, "state", "particle_f"),
-    ("state.body_f", "body", checks.flag_nonfinite_wrenches, "state", "body_f"),
+    # (where the array is, its name, the model's item kind: <kind>_count and <kind>_world)
+    ("control", "pressure", "pressure_channel"),
+    ("control", "joint_target", "spring"),
+    ("control", "prismatic_rate", "prismatic"),
+    ("state", "particle_f", "particle"),
+    ("state", "body_f", "body"),
 )
 """Every input of a step that the check covers."""
 
@@ -37,10 +37,10 @@ class InputCheck:
         m = self.model
         commands = [self.flags.zero_]
         sources = {"state": state, "control": control}
-        for k, (_, kind, kernel, source, name) in enumerate(INPUTS):
+        for k, (source, name, kind) in enumerate(INPUTS):
             count = getattr(m, f"{kind}_count")
             if count:
-                commands.append(solver.record(kernel, count, [
+                commands.append(solver.record(checks.flag_nonfinite_inputs, count, [
                     getattr(sources[source], name), getattr(m, f"{kind}_world"), k, len(INPUTS), self.flags]))
         return commands
 
@@ -52,6 +52,6 @@ class InputCheck:
             world, k = (int(v) for v in bad[0])
             worlds = len(np.unique(bad[:, 0]))
             raise SimulationError(
-                f"{INPUTS[k][0]}[{flags[world, k] - 1}] of world {world} is NaN or Inf "
+                f"{INPUTS[k][0]}.{INPUTS[k][1]}[{flags[world, k] - 1}] of world {world} is NaN or Inf "
                 f"({worlds} world(s) with non-finite inputs in step {step}); the state of that step is not valid",
                 world=world, step=step)

@@ -2,6 +2,8 @@
 (flag NONFINITE), or a linear speed above a bound no simulated robot reaches (flag TOO_FAST); and
 of inputs of a step that are NaN or Inf (controls and external forces, ``softsnake.input_checks``)."""
 
+from typing import Any
+
 import warp as wp
 
 from .entities import nonnegative
@@ -61,44 +63,17 @@ def flag_blown_up_bodies(
         wp.atomic_max(world_flag, nonnegative(body_world[i]), flag)
 
 
-# Inputs of a step (controls and external forces) that are NaN or Inf: each flags its world and
-# records which input and which entry (softsnake.input_checks names them), in input_flag[world,
-# input] as the entry's index + 1 (the largest such index, atomic_max).
 @wp.kernel
-def flag_nonfinite_scalars(
-    values: wp.array(dtype=float),
+def flag_nonfinite_inputs(
+    values: wp.array(dtype=Any),
     item_world: wp.array(dtype=int),
     input_index: int,
     input_count: int,
     input_flag: wp.array(dtype=int),
 ):
+    """Inputs of a step (controls: float; forces: vec3 or spatial_vector) that are NaN or Inf: entry i
+    flags (its world, the input) in input_flag as i + 1, the largest such entry winning
+    (``softsnake.input_checks`` names them)."""
     i = nonnegative(wp.tid())
     if not wp.isfinite(values[i]):
-        wp.atomic_max(input_flag, nonnegative(item_world[i]) * input_count + input_index, i + 1)
-
-
-@wp.kernel
-def flag_nonfinite_vectors(
-    values: wp.array(dtype=wp.vec3),
-    item_world: wp.array(dtype=int),
-    input_index: int,
-    input_count: int,
-    input_flag: wp.array(dtype=int),
-):
-    i = nonnegative(wp.tid())
-    if not vec_finite(values[i]):
-        wp.atomic_max(input_flag, nonnegative(item_world[i]) * input_count + input_index, i + 1)
-
-
-@wp.kernel
-def flag_nonfinite_wrenches(
-    values: wp.array(dtype=wp.spatial_vector),
-    item_world: wp.array(dtype=int),
-    input_index: int,
-    input_count: int,
-    input_flag: wp.array(dtype=int),
-):
-    i = nonnegative(wp.tid())
-    f = values[i]
-    if not (vec_finite(wp.spatial_top(f)) and vec_finite(wp.spatial_bottom(f))):
         wp.atomic_max(input_flag, nonnegative(item_world[i]) * input_count + input_index, i + 1)
