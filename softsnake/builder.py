@@ -167,6 +167,18 @@ class ModelBuilder(BuilderTables, *BUILDER_METHODS):
         ``builder`` must have this builder's gravity and planar flag (a model has one of each).
         The world is added whole or not at all. Returns the new world's index.
         """
+        self._check_world_builder(builder)
+        return self._append_world(builder, checked_position(offset, "world offset"))
+
+    def replicate(self, builder, count, *, spacing=(0.0, 0.0, 0.0)):
+        """Append ``count`` copies of ``builder`` as independent worlds, copy k shifted by k * spacing [m]."""
+        count = whole_count(count, "replicate count")
+        spacing = vector(spacing, 3, "replicate spacing")
+        self._check_world_builder(builder)
+        return [self._append_world(builder, k * spacing) for k in range(count)]
+
+    def _check_world_builder(self, builder):
+        """ModelError unless ``builder`` can be added to this scene as a world (``add_world``)."""
         if not isinstance(builder, ModelBuilder) or builder is self:
             raise ModelError(f"add_world needs another ModelBuilder, got {builder!r}")
         if self.world_count > 0 and not self.has_worlds:
@@ -178,8 +190,11 @@ class ModelBuilder(BuilderTables, *BUILDER_METHODS):
             raise ModelError(f"add_world: the world's gravity {builder.gravity.tolist()} m/s^2 differs from this scene's "
                              f"{self.gravity.tolist()}; a model has one gravity: build both with the same "
                              "ModelBuilder(gravity=...)")
-        offset = checked_position(offset, "world offset")
         check_builder_tables(builder)
+
+    def _append_world(self, builder, offset):
+        """Append the checked ``builder`` as a new world shifted by ``offset`` [m]; its index. Every list
+        is computed before the first is extended, so a world is added whole or not at all."""
         world = self.world_count
         shifts = {"particle_offset": self.particle_count, "body_offset": self.body_count,
                   "channel_offset": self.pressure_channel_count, "offset": offset}
@@ -207,12 +222,6 @@ class ModelBuilder(BuilderTables, *BUILDER_METHODS):
         self.has_worlds = True
         self.world_count += 1
         return world
-
-    def replicate(self, builder, count, *, spacing=(0.0, 0.0, 0.0)):
-        """Append ``count`` copies of ``builder`` as independent worlds, copy k shifted by k * spacing [m]."""
-        count = whole_count(count, "replicate count")
-        spacing = vector(spacing, 3, "replicate spacing")
-        return [self.add_world(builder, offset=k * spacing) for k in range(count)]
 
     def finalize(self, device="cpu"):
         """Validate everything, lay out rows and sparse matrices, and upload to ``device``.

@@ -121,12 +121,12 @@ def _floats(values, dtype, what):
     """A field's values as a float64 array (items, *shape); ModelError for a value of another shape."""
     shape = FLOAT_SHAPES[dtype]
     try:
-        if dtype in (wp.transform, wp.spatial_vector):
-            rows = [np.concatenate([np.asarray(a, dtype=np.float64).reshape(-1) for a in v]) for v in values]
+        if dtype in (wp.transform, wp.spatial_vector):  # pairs (vec3, quaternion or vec3)
+            array = np.concatenate([np.asarray([v[k] for v in values], dtype=np.float64).reshape(len(values), -1)
+                                    for k in range(2)], axis=1)
         else:
-            rows = [np.asarray(v, dtype=np.float64) for v in values]
-        array = np.stack(rows) if rows else np.zeros((0, *shape))
-    except (TypeError, ValueError):
+            array = np.asarray(values, dtype=np.float64)
+    except (TypeError, ValueError, IndexError, OverflowError):
         raise _corrupt(f"{what} holds values that are not arrays of numbers of shape {shape}") from None
     if array.shape[1:] != shape:
         raise _corrupt(f"{what} holds values of shape {array.shape[1:]}, not {shape}")
