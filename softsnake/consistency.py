@@ -70,7 +70,7 @@ def _integers(values, what, width=None):
     return array.astype(np.int64)
 
 
-def _check_worlds(builder, counts):
+def _check_worlds(builder):
     """Each kind's worlds as int arrays; ModelError for a world out of range or out of order."""
     world_count = max(builder.world_count, 1)
     worlds = {}
@@ -166,6 +166,6 @@ def check_builder_tables(builder):
     worlds in range and in order, every index in range and in its item's world, every number finite
     in float32 and every position within ``POSITION_LIMIT``."""
     counts = _list_lengths(builder)
-    worlds = _check_worlds(builder, counts)
+    worlds = _check_worlds(builder)
     _check_indices(builder, counts, worlds)
     _check_values(builder)

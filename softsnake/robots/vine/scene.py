@@ -60,6 +60,15 @@ from ..assets import asset_folder
 STIFFNESS_MODELS = ("linear", "wrinkling")
 """Names accepted by ``VineParams.stiffness_model``."""
 
+MAX_VINE_LINKS = 500
+"""Most links a scene's vine may have [-]. A vine's step takes one conjugate residual iteration per link
+over rows that grow with the links, so its time grows with the square of the bodies: 1.9 ms per step
+for 100 bodies on one CPU core (experiments/results/vine.md), about 0.19 s for the 1000 bodies of 500
+links (86 s for the 450 steps of a default scene); a larger count is far more likely a typo."""
+
+STEP_SECONDS_100_BODIES = 1.91e-3
+"""Measured time of one step of a 100-body vine on one CPU core [s] (experiments/results/vine.md)."""
+
 
 @dataclass(frozen=True)
 class VineParams:
@@ -102,6 +111,12 @@ class VineParams:
         for key in ("stiffness", "damping", "growth_rate", "pressure"):
             non_negative(f"vine.{key}", getattr(self, key))
         integer("vine.link_count", self.link_count, minimum=1)
+        if self.link_count > MAX_VINE_LINKS:
+            step = STEP_SECONDS_100_BODIES * (self.body_count / 100.0) ** 2
+            raise ConfigError(
+                f"vine.link_count: {self.link_count} links ({self.body_count} bodies) would take about {step:.2g} s "
+                f"per step of one vine on one CPU core (the time grows with the square of the bodies: 1.9 ms for "
+                f"100); the limit is {MAX_VINE_LINKS} links")
         if self.stiffness_model not in STIFFNESS_MODELS:
             known = ", ".join(STIFFNESS_MODELS)
             raise ConfigError(f"vine.stiffness_model: expected one of {known}, got {self.stiffness_model!r}")

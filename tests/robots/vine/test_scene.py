@@ -7,7 +7,7 @@ import pytest
 from matplotlib.path import Path
 
 from softsnake.errors import ConfigError
-from softsnake.robots.vine.scene import (ObstacleCircle, ObstacleRectangle, ObstacleWall, PlanProblem, VineParams,
+from softsnake.robots.vine.scene import (MAX_VINE_LINKS, ObstacleCircle, ObstacleRectangle, ObstacleWall, PlanProblem, VineParams,
                                          load_scene, obstacle_signed_distance, scene_from_dict, shipped_scene_names)
 
 FULL_SCENE = """
@@ -268,8 +268,9 @@ def test_empty_scene_or_no_vine_is_refused(tmp_path, text, message):
 
 
 def test_growth_faster_than_the_scene_allows_is_refused(tmp_path):
-    """growth_rate = 10 m/s grew the default vine to 57 m in 0.1 s without an error: the tip advanced
-    0.11 m per step, 15 tube radii, so the drives could not follow and contacts were skipped."""
+    """growth_rate = 10 m/s grew the default vine to 17 m in 0.1 s without an error (not 1.3 m; the issue
+    saw 57 m): the tip advanced 0.11 m per step, 15 tube radii, so the drives could not follow and
+    contacts were skipped."""
     message = one_line_error(write(tmp_path, "[vine]\ngrowth_rate = 10\n[sim]\nduration = 0.1\n"))
     assert "vine.growth_rate: 10 m/s would grow the vine from 0.3 m to 1.3 m in sim.duration 0.1 s" in message
     assert "more than the tube radius 0.0075 m" in message and "at most 0.675 m/s here" in message
@@ -277,3 +278,10 @@ def test_growth_faster_than_the_scene_allows_is_refused(tmp_path):
     assert load_scene(write(tmp_path, "[vine]\ngrowth_rate = 0.67\n")).vine.growth_rate == 0.67
     for name in shipped_scene_names():
         load_scene(name)
+
+
+def test_vine_of_too_many_links_is_refused_at_once(tmp_path):
+    message = one_line_error(write(tmp_path, "[vine]\nlink_count = 100000\n"))
+    assert "vine.link_count: 100000 links (200000 bodies) would take about 7.6e+03 s per step" in message
+    assert f"the limit is {MAX_VINE_LINKS} links" in message
+    assert load_scene(write(tmp_path, f"[vine]\nlink_count = {MAX_VINE_LINKS}\nlength = 6.0\n")).vine.link_count == 500
