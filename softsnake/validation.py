@@ -220,11 +220,11 @@ def vector(value, n, what, error=ModelError):
     return _float32_range(a, what, error)
 
 
-def bounded_vector(value, n, what, error=ModelError, *, limit=POSITION_LIMIT, unit="m"):
-    """``vector``, every component within +-``limit`` (positions and offsets: ``POSITION_LIMIT``)."""
+def bounded_vector(value, n, what, error=ModelError):
+    """``vector`` of lengths or coordinates [m], every component within +-``POSITION_LIMIT``."""
     a = vector(value, n, what, error)
-    if np.any(np.abs(a) > limit):
-        raise error(f"{what} {a.tolist()} lies beyond {limit:g} {unit}, where float32 (the model's precision) "
+    if np.any(np.abs(a) > POSITION_LIMIT):
+        raise error(f"{what} {a.tolist()} lies beyond {POSITION_LIMIT:g} m, where float32 (the model's precision) "
                     "no longer resolves a millimetre")
     return a
 

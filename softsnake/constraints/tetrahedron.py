@@ -18,7 +18,8 @@ import warp as wp
 from softsnake.errors import ModelError
 from softsnake.kernels.entities import nonnegative, write_particle_block
 from softsnake.spatial import quat_to_matrix
-from softsnake.validation import FLOAT32_MAX, FLOAT32_TINY, bounded_vector, non_negative_value, positive_value, unit_quaternion
+from softsnake.validation import (FLOAT32_MAX, FLOAT32_TINY, bounded_vector, non_negative_value, positive_value,
+                                  unit_quaternion, vector)
 from softsnake.validation import position as checked_position
 
 from .base import ConstraintType, Field
@@ -243,8 +244,7 @@ class TetrahedronBuilder:
                              f"{youngs_modulus:.3g} Pa is outside float32 [{FLOAT32_TINY:.2g}, {FLOAT32_MAX:.2g}], "
                              "in which the model computes the element's compliance")
         inv_rest = np.linalg.inv(Dm)
-        bounded_vector(inv_rest.ravel(), inv_rest.size, "soft mesh inverse rest shapes (1 / edge lengths)",
-                       limit=FLOAT32_MAX, unit="1/m")
+        vector(inv_rest.ravel(), inv_rest.size, "soft mesh inverse rest shapes (1 / edge lengths)")
 
         mass = np.zeros(len(verts))
         np.add.at(mass, t.ravel(), np.repeat(volume * density / 4.0, 4))
