@@ -15,12 +15,15 @@ type's ``add_*`` method comes from its own module (``softsnake.constraints``).
 
 import numpy as np
 
+from .consistency import check_builder_tables
 from .constraints import BUILDER_METHODS
 from .constraints.base import BuilderTables, shift_field
 from .errors import ModelError
 from .finalize import finalize_model
 from .items import BODY, PARTICLE, PRESSURE_CHANNEL, item_kinds
-from .validation import non_negative_value, positive_value, unit_quaternion, vector
+from .validation import POSITION_LIMIT, index_value, inverse_representable, mass_value, non_negative_value
+from .validation import position as checked_position
+from .validation import unit_quaternion, vector, whole_count
 
 class ModelBuilder(BuilderTables, *BUILDER_METHODS):
     """Collects everything to simulate; ``finalize(device)`` turns it into a :class:`softsnake.Model`.
@@ -68,17 +71,19 @@ class ModelBuilder(BuilderTables, *BUILDER_METHODS):
 
     def check_particle(self, index, what):
         """A particle index of this builder, or a ModelError naming ``what``."""
-        if not (0 <= int(index) < self.particle_count):
+        index = index_value(index, f"{what}: particle index")
+        if not (0 <= index < self.particle_count):
             raise ModelError(f"{what}: particle index {index} out of range [0, {self.particle_count})")
-        return int(index)
+        return index
 
     def check_body(self, index, what, allow_world=False):
         """A body index of this builder (or -1, the static world, with ``allow_world``)."""
-        if allow_world and int(index) == -1:
+        index = index_value(index, f"{what}: body index")
+        if allow_world and index == -1:
             return -1
-        if not (0 <= int(index) < self.body_count):
+        if not (0 <= index < self.body_count):
             raise ModelError(f"{what}: body index {index} out of range [0, {self.body_count})")
-        return int(index)
+        return index
 
     def check_joint_bodies(self, body_a, body_b, what):
         """(body_a, body_b) of a joint: body_a may be -1 (the world), and the two must differ."""
@@ -106,11 +111,19 @@ class ModelBuilder(BuilderTables, *BUILDER_METHODS):
             collide: whether the particle collides with obstacles
             kinematic: if True the particle is not moved by forces (infinite mass)
         """
-        what = f"particle {self.particle_count}"
-        return self.append_item(PARTICLE, {
-            "q": vector(position, 3, f"{what} position"), "qd": vector(velocity, 3, f"{what} velocity"),
-            "mass": 0.0 if kinematic else positive_value(mass, f"{what} mass"),
-            "radius": non_negative_value(radius, f"{what} radius"), "collide": bool(collide)})
+        return self.append_particle(self.particle_values(
+            f"particle {self.particle_count}", position, velocity, mass, radius, collide, kinematic))
+
+    def append_particle(self, values):
+        """Append a particle of checked ``values`` (``particle_values``); returns its index."""
+        return self.append_item(PARTICLE, values)
+
+    @staticmethod
+    def particle_values(what, q, qd, mass, radius, collide, kinematic):
+        """The checked fields of a particle named ``what`` in messages (see ``add_particle``)."""
+        return {"q": checked_position(q, f"{what} position"), "qd": vector(qd, 3, f"{what} velocity"),
+                "mass": 0.0 if kinematic else mass_value(mass, f"{what} mass"),
+                "radius": non_negative_value(radius, f"{what} radius"), "collide": bool(collide)}
 
     def add_body(
         self,
@@ -136,13 +149,12 @@ class ModelBuilder(BuilderTables, *BUILDER_METHODS):
             kinematic: if True the body is not moved by forces
         """
         what = f"body {self.body_count}"
-        I = np.zeros((3, 3)) if inertia is None else np.asarray(inertia, dtype=np.float64).reshape(3, 3)
-        if not np.all(np.isfinite(I)):
-            raise ModelError(f"{what} inertia contains NaN or Inf")
+        I = np.zeros((3, 3)) if inertia is None else vector(np.ravel(inertia), 9, f"{what} inertia").reshape(3, 3)
         return self.append_item(BODY, {
-            "q": (vector(position, 3, f"{what} position"), unit_quaternion(rotation, f"{what} rotation")),
+            "q": (checked_position(position, f"{what} position"), unit_quaternion(rotation, f"{what} rotation")),
             "qd": (vector(velocity, 3, f"{what} velocity"), vector(angular_velocity, 3, f"{what} angular_velocity")),
-            "mass": non_negative_value(mass, f"{what} mass"), "inertia": I, "kinematic": bool(kinematic)})
+            "mass": inverse_representable(non_negative_value(mass, f"{what} mass"), f"{what} mass"), "inertia": I,
+            "kinematic": bool(kinematic)})
 
     def add_pressure_channel(self):
         """A chamber pressure input (``Control.pressure[channel]`` [Pa]); returns the channel index."""
@@ -152,36 +164,64 @@ class ModelBuilder(BuilderTables, *BUILDER_METHODS):
     def add_world(self, builder, *, offset=(0.0, 0.0, 0.0)):
         """Append everything in ``builder`` as a new independent world, shifted by ``offset`` [m].
 
-        Returns the new world's index.
+        ``builder`` must have this builder's gravity and planar flag (a model has one of each).
+        The world is added whole or not at all. Returns the new world's index.
         """
+        self._check_world_builder(builder)
+        return self._append_world(builder, checked_position(offset, "world offset"))
+
+    def replicate(self, builder, count, *, spacing=(0.0, 0.0, 0.0)):
+        """Append ``count`` copies of ``builder`` as independent worlds, copy k shifted by k * spacing [m]."""
+        count = whole_count(count, "replicate count")
+        spacing = vector(spacing, 3, "replicate spacing")
+        self._check_world_builder(builder)
+        return [self._append_world(builder, k * spacing) for k in range(count)]
+
+    def _check_world_builder(self, builder):
+        """ModelError unless ``builder`` can be added to this scene as a world (``add_world``)."""
+        if not isinstance(builder, ModelBuilder) or builder is self:
+            raise ModelError(f"add_world needs another ModelBuilder, got {builder!r}")
         if self.world_count > 0 and not self.has_worlds:
             raise ModelError("this builder already holds items of world 0; build every world in its own builder")
-        offset = vector(offset, 3, "world offset")
+        if builder.planar != self.planar:
+            raise ModelError(f"add_world: the world's builder has planar={builder.planar}, this scene planar={self.planar}; "
+                             "a model is planar or not as a whole: build both with the same ModelBuilder(planar=...)")
+        if not np.array_equal(builder.gravity, self.gravity):
+            raise ModelError(f"add_world: the world's gravity {builder.gravity.tolist()} m/s^2 differs from this scene's "
+                             f"{self.gravity.tolist()}; a model has one gravity: build both with the same "
+                             "ModelBuilder(gravity=...)")
+        check_builder_tables(builder)
+
+    def _append_world(self, builder, offset):
+        """Append the checked ``builder`` as a new world shifted by ``offset`` [m]; its index. Every list
+        is computed before the first is extended, so a world is added whole or not at all."""
         world = self.world_count
-        self.has_worlds = True
-        self.world_count += 1
         shifts = {"particle_offset": self.particle_count, "body_offset": self.body_count,
                   "channel_offset": self.pressure_channel_count, "offset": offset}
         moved = {"particle_q": [q + offset for q in builder.particle_q],
                  "body_q": [(p + offset, q) for p, q in builder.body_q],
                  "obstacle_pos": [p + offset for p in builder.obstacle_pos]}
+        for name, points in moved.items():
+            beyond = np.flatnonzero(np.abs(np.reshape([p[0] if name == "body_q" else p for p in points], (-1, 3))).max(
+                axis=1, initial=0.0) > POSITION_LIMIT)
+            if len(beyond):
+                raise ModelError(f"add_world: offset {offset.tolist()} moves {name.split('_')[0]} {beyond[0]} beyond "
+                                 f"{POSITION_LIMIT:g} m, where float32 (the model's precision) no longer resolves a millimetre")
+        added = {}
         for kind in item_kinds():
             anchors_of = {f.name: getattr(builder, f"{kind.name}_{f.name}") for f in kind.fields if f.index == "body"}
             for field in kind.fields:
                 name = f"{kind.name}_{field.name}"
                 values = moved.get(name)
-                if values is None:
-                    values = shift_field(field, getattr(builder, name), anchors_of=anchors_of, **shifts)
-                getattr(self, name).extend(values)
-            getattr(self, f"{kind.name}_world").extend([world] * builder.item_count(kind))
+                added[name] = values if values is not None else shift_field(
+                    field, getattr(builder, name), anchors_of=anchors_of, **shifts)
+            added[f"{kind.name}_world"] = [world] * builder.item_count(kind)
+        # Everything is checked and computed: from here on nothing raises, so no list is left half-extended.
+        for name, values in added.items():
+            getattr(self, name).extend(values)
+        self.has_worlds = True
+        self.world_count += 1
         return world
-
-    def replicate(self, builder, count, *, spacing=(0.0, 0.0, 0.0)):
-        """Append ``count`` copies of ``builder`` as independent worlds, copy k shifted by k * spacing [m]."""
-        if int(count) < 1:
-            raise ModelError(f"replicate count must be at least 1, got {count}")
-        spacing = vector(spacing, 3, "replicate spacing")
-        return [self.add_world(builder, offset=k * spacing) for k in range(int(count))]
 
     def finalize(self, device="cpu"):
         """Validate everything, lay out rows and sparse matrices, and upload to ``device``.

@@ -9,11 +9,13 @@ import numpy as np
 import warp as wp
 
 from .constraints import CONSTRAINT_TYPES
+from .consistency import check_builder_tables
 from .constraints.base import upload_array
 from .errors import ModelError
 from .layout import kept_columns, lay_out_rows, reduction_chunks, solve_layout
 from .model import Model
 from .spatial import quat_to_matrix
+from .validation import FLOAT32_TINY, INVERSE_LIMIT, inverse_representable
 
 PLANAR_TOLERANCE = 1e-6
 """Largest out-of-plane component of a unit joint axis in a planar model [-]."""
@@ -28,14 +30,22 @@ def resolve_device(device):
 
 
 def check_bodies(builder):
+    """Every dynamic body has a mass and an inertia whose inverses float32 holds (shapes with a density
+    add up to them, so they are checked here, once all are added)."""
     for b in range(builder.body_count):
         if builder.body_kinematic[b]:
             continue
         if builder.body_mass[b] <= 0.0:
             raise ModelError(f"body {b} has zero mass: give add_body(mass=...) or a shape density")
+        inverse_representable(builder.body_mass[b], f"body {b} mass")
         I = builder.body_inertia[b]
-        if not np.allclose(I, I.T, atol=1e-12 * max(1.0, np.abs(I).max())) or np.any(np.linalg.eigvalsh(0.5 * (I + I.T)) <= 0):
+        moments = np.linalg.eigvalsh(0.5 * (I + I.T))
+        if not np.allclose(I, I.T, atol=1e-12 * max(1.0, np.abs(I).max())) or np.any(moments <= 0):
             raise ModelError(f"body {b} inertia must be symmetric positive definite, got {I.tolist()}")
+        if moments.max() > INVERSE_LIMIT or moments.min() < FLOAT32_TINY:
+            raise ModelError(f"body {b} inertia has principal moments {moments.tolist()} kg m^2: float32, in which the "
+                             f"model is simulated, holds neither them and their inverses outside "
+                             f"[{FLOAT32_TINY:.2g}, {INVERSE_LIMIT:.2g}]")
 
 
 def check_planar(builder):
@@ -69,6 +79,7 @@ def world_starts(worlds, world_count):
 def finalize_model(builder, device):
     """The Model of ``builder`` on ``device`` (see ``ModelBuilder.finalize``)."""
     dev = resolve_device(device)
+    check_builder_tables(builder)
     check_bodies(builder)
     if builder.planar:
         check_planar(builder)
@@ -139,6 +150,7 @@ def finalize_model(builder, device):
         setattr(m, f"{ctype.name}_row", arr(layout.first_row[ctype.name], int))
         if ctype.built:  # items added world after world: each world's items are one range
             setattr(m, f"{ctype.name}_world_start", world_starts(columns[ctype.name]["world"], world_count))
+            setattr(m, f"{ctype.name}_world", arr(columns[ctype.name]["world"], int))
 
     # Rows, sparse topology, reductions.
     m.row_world = arr(layout.row_world, int)

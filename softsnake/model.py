@@ -58,7 +58,8 @@ class Model:
     Besides the fields declared in ``__init__``, every constraint type adds its arrays, named
     ``<type>_<field>`` as in ``softsnake.constraints`` (each type's ``fields``), its count
     ``<type>_count``, ``<type>_row`` (each item's first row) and, for the types a builder holds,
-    ``<type>_world_start`` (host, the first item of each world, then the count):
+    ``<type>_world_start`` (host, the first item of each world, then the count) and ``<type>_world``
+    (device, the world of each item; the solver's check of non-finite inputs names it):
 
     """
 

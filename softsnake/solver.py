@@ -24,7 +24,9 @@ import warp as wp
 
 from .constraints import CONSTRAINT_TYPES
 from .errors import SimulationError
+from .input_checks import InputCheck
 from .kernels import checks, integration, linear_solver, multipliers, operator, rows
+from .validation import time_step
 
 
 STANDARD_GRAVITY = 9.80665
@@ -152,6 +154,7 @@ class Solver:
         self.world_cold = wp.zeros(m.world_count, dtype=int, device=dev)
         self.pressure_previous = wp.zeros(max(m.pressure_channel_count, 1), dtype=float, device=dev)
         self.world_flag = wp.zeros(m.world_count, dtype=int, device=dev)
+        self.input_check = InputCheck(m)
         self.planar = 1 if m.planar_axis >= 0 else 0
         """1 for a planar model (the kernels' flag), 0 otherwise."""
         self.constraint_types = [t for t in CONSTRAINT_TYPES if getattr(m, f"{t.name}_count")]
@@ -172,8 +175,7 @@ class Solver:
         ``control`` holds the chamber pressures [Pa] and joint targets [rad]; the external forces
         of ``state_in`` act during the step.
         """
-        if not (isinstance(dt, (int, float)) and math.isfinite(dt) and dt > 0.0):
-            raise ValueError(f"dt must be a positive finite time step [s], got {dt}")
+        dt = time_step(dt, self.substeps)
         if state_out is not state_in:
             state_out.assign(state_in)
             wp.copy(state_out.particle_f, state_in.particle_f)
@@ -215,7 +217,7 @@ class Solver:
                                + self._move_commands(state, self.lam)) if m.row_count else [],
                 "newton": self._newton_commands(state, control, h) if m.row_count else {},
                 "finish": self._finish_commands(state, 1.0 / h),
-                "check": self._check_commands(state),
+                "check": self._check_commands(state) + self.input_check.commands(self, state, control),
                 "arrays": arrays,  # keeps the keyed arrays alive, so that their ids stay theirs
             }
             self._recording_key = key
@@ -412,6 +414,7 @@ class Solver:
 
     def _raise_if_blown_up(self, recording):
         self._run(recording["check"], "check")
+        self.input_check.raise_if_flagged(self.step_count)
         flags = self.world_flag.numpy()
         bad = np.flatnonzero(flags)
         if len(bad):

@@ -14,13 +14,19 @@ checked value. Two message styles:
 A bool is never taken for a number.
 
 Input to the model builder is checked by the functions of the last section (``vector``,
-``unit_quaternion``, ``unit_axis``, ``positive_value``, ``non_negative_value``, ``finite_value``): they
-raise ``ModelError`` (or the given error class) naming the item, ``"particle 3 mass must be positive
-and finite, got -1"``, and return the value in its checked form.
+``position``, ``unit_quaternion``, ``unit_axis``, ``positive_value``, ``non_negative_value``,
+``finite_value``, ``length_value``, ``mass_value``, ``index_value``): they raise ``ModelError`` (or the
+given error class) naming the item, ``"particle 3 mass must be positive and finite, got -1"``, and
+return the value in its checked form. The model is simulated in float32, so they also refuse what
+float32 cannot hold although float64 can: a value beyond ``FLOAT32_MAX`` (it would become Inf), a
+non-zero one below ``FLOAT32_TINY`` (it would become 0), a mass whose inverse would become 0
+(``INVERSE_LIMIT``), and positions and lengths beyond ``POSITION_LIMIT`` (float32 no longer resolves
+a millimetre there). ``time_step`` checks the solver's dt.
 """
 
 import contextlib
 import math
+import numbers
 import tomllib
 
 import numpy as np
@@ -144,6 +150,8 @@ def read_toml(path):
             return tomllib.load(stream)
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read: {exc.strerror}") from None
+    except UnicodeDecodeError:
+        raise ConfigError(f"{path}: not a text file (TOML must be UTF-8)") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: not valid TOML: {exc}") from None
 
@@ -159,17 +167,80 @@ def naming_file(path):
 
 
 # ---------------------------------------------------------------------- model building input
+FLOAT32_MAX = float(np.finfo(np.float32).max)
+"""Largest float32 [-]: the model is simulated in float32, so a larger value becomes Inf."""
+
+FLOAT32_TINY = float(np.finfo(np.float32).tiny)
+"""Smallest normal float32 [-]: a non-zero value below it loses its precision or becomes 0."""
+
+POSITION_LIMIT = 1.0e4
+"""Largest coordinate of a position, and largest length, the builder takes [m]. float32 spaces its
+numbers 2^-10 m (0.98 mm) apart between 8192 and 16384 m: beyond 1e4 m it no longer resolves a
+millimetre, the scale of the robots' contacts and meshes."""
+
+INVERSE_LIMIT = 1.0 / FLOAT32_TINY
+"""Largest mass [kg] (or principal moment of inertia [kg m^2]) whose inverse float32 still holds
+as a normal number (about 8.5e37); a larger one's inverse becomes 0, which the solver reads as
+"kinematic" (infinite mass)."""
+
+
+def _float32_range(a, what, error):
+    """``a`` (a float64 array, finite) if float32 holds every entry: none beyond FLOAT32_MAX (it
+    would become Inf) and no non-zero one below FLOAT32_TINY (it would lose its precision or become 0)."""
+    magnitude = np.abs(a)
+    if np.any(magnitude > FLOAT32_MAX):
+        raise error(f"{what} overflows float32, in which the model is simulated: "
+                    f"{a.tolist() if a.ndim else float(a)} (largest float32 {FLOAT32_MAX:.3g})")
+    if np.any((magnitude > 0.0) & (magnitude < FLOAT32_TINY)):
+        raise error(f"{what} underflows float32, in which the model is simulated: "
+                    f"{a.tolist() if a.ndim else float(a)} (smallest normal float32 {FLOAT32_TINY:.3g})")
+    return a
+
+
+def _real(value, what, error):
+    """``value`` as a float if it is a real number (not a bool, a string or None)."""
+    if isinstance(value, (bool, np.bool_, str, bytes)) or value is None:
+        raise error(f"{what} must be a number, got {value!r}")
+    try:
+        return float(value)
+    except (TypeError, ValueError, OverflowError):
+        raise error(f"{what} must be a number, got {value!r}") from None
+
+
 def vector(value, n, what, error=ModelError):
-    """A finite float64 vector of ``n`` components."""
+    """A finite float64 vector of ``n`` components that float32 holds."""
     try:
         a = np.asarray(value, dtype=np.float64)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         raise error(f"{what} must be {n} numbers, got {value!r}") from None
     if a.shape != (n,):
         raise error(f"{what} must have {n} components, got shape {a.shape}")
     if not np.all(np.isfinite(a)):
         raise error(f"{what} contains NaN or Inf: {a.tolist()}")
+    return _float32_range(a, what, error)
+
+
+def bounded_vector(value, n, what, error=ModelError):
+    """``vector`` of lengths or coordinates [m], every component within +-``POSITION_LIMIT``."""
+    a = vector(value, n, what, error)
+    if np.any(np.abs(a) > POSITION_LIMIT):
+        raise error(f"{what} {a.tolist()} lies beyond {POSITION_LIMIT:g} m, where float32 (the model's precision) "
+                    "no longer resolves a millimetre")
     return a
+
+
+def position(value, what, error=ModelError):
+    """A position (or offset) [m]: 3 finite components within +-``POSITION_LIMIT``."""
+    return bounded_vector(value, 3, what, error)
+
+
+def length_value(value, what, error=ModelError):
+    """A positive length [m] of at most ``POSITION_LIMIT`` that float32 holds."""
+    v = positive_value(value, what, error)
+    if v > POSITION_LIMIT:
+        raise error(f"{what} {v:g} m exceeds {POSITION_LIMIT:g} m, where float32 (the model's precision) "
+                    "no longer resolves a millimetre")
+    return v
 
 
 def unit_quaternion(value, what, error=ModelError):
@@ -191,21 +262,69 @@ def unit_axis(axis, what, error=ModelError):
 
 
 def positive_value(value, what, error=ModelError):
-    """A positive, finite float."""
-    v = float(value)
+    """A positive, finite float that float32 holds."""
+    v = _real(value, what, error)
     if not math.isfinite(v) or v <= 0.0:
         raise error(f"{what} must be positive and finite, got {value}")
-    return v
+    return float(_float32_range(np.float64(v), what, error))
 
 
 def non_negative_value(value, what, error=ModelError):
-    """A non-negative, finite float."""
-    v = float(value)
+    """A non-negative, finite float that float32 holds."""
+    v = _real(value, what, error)
     if not math.isfinite(v) or v < 0.0:
         raise error(f"{what} must be non-negative and finite, got {value}")
-    return v
+    return float(_float32_range(np.float64(v), what, error))
 
 
 def finite_value(value, what, error=ModelError):
-    """A finite float."""
-    return float(vector([value], 1, what, error)[0])
+    """A finite float that float32 holds."""
+    return float(vector([_real(value, what, error)], 1, what, error)[0])
+
+
+def inverse_representable(value, what, error=ModelError, *, unit="kg"):
+    """A mass (or principal moment of inertia) whose inverse float32 holds: at most ``INVERSE_LIMIT``."""
+    if value > INVERSE_LIMIT:
+        raise error(f"{what} {value:g} {unit} is too large for float32, in which the model is simulated: its inverse "
+                    f"{1.0 / value:.3g} would become 0, as if it were kinematic (at most {INVERSE_LIMIT:.3g} {unit})")
+    return value
+
+
+def mass_value(value, what, error=ModelError):
+    """A positive mass [kg] whose inverse float32 holds."""
+    return inverse_representable(positive_value(value, what, error), what, error)
+
+
+def index_value(value, what, error=ModelError):
+    """An index: an int or NumPy integer, or a whole float (2.0); never a bool."""
+    if isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_)):
+        return int(value)
+    if isinstance(value, (float, np.floating)) and math.isfinite(value) and float(value).is_integer():
+        return int(value)
+    raise error(f"{what} must be an integer index, got {value!r}")
+
+
+def whole_count(value, what, error=ModelError):
+    """A count of at least 1 (an int, or a whole float)."""
+    count = index_value(value, what, error)
+    if count < 1:
+        raise error(f"{what} must be at least 1, got {value!r}")
+    return count
+
+
+MIN_SUBSTEP = 1.0 / math.sqrt(FLOAT32_MAX)
+"""Shortest substep [s] whose 1 / h^2 (the compliance scale of every row) float32 holds (about 5.4e-20 s)."""
+
+
+def time_step(dt, substeps=1):
+    """``dt`` [s] as a float if it is a real number (a NumPy scalar too, never a bool), finite and > 0,
+    and its ``substeps`` substeps are not shorter than ``MIN_SUBSTEP``; ConfigError otherwise."""
+    if isinstance(dt, (bool, np.bool_)) or not isinstance(dt, numbers.Real):
+        raise ConfigError(f"dt must be a positive finite time step [s] (a real number), got {dt!r}")
+    value = float(dt)
+    if not (math.isfinite(value) and value > 0.0):
+        raise ConfigError(f"dt must be a positive finite time step [s], got {dt!r}")
+    if value / substeps < MIN_SUBSTEP:
+        raise ConfigError(f"dt {value:g} s in {substeps} substep(s) is too short for float32: 1 / h^2 of a substep "
+                          f"overflows (the shortest substep is {MIN_SUBSTEP:.2g} s)")
+    return value

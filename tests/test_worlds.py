@@ -68,7 +68,7 @@ def test_runs_are_bit_identical_on_cpu():
 
 
 def test_nonfinite_state_raises_naming_world_and_step():
-    """A NaN force in world 2 of 4 raises SimulationError naming world 2 and the step."""
+    """A NaN velocity in world 2 of 4 raises SimulationError naming world 2 and the step."""
     batch = softsnake.ModelBuilder()
     for k in range(4):
         w = softsnake.ModelBuilder()
@@ -78,9 +78,9 @@ def test_nonfinite_state_raises_naming_world_and_step():
     solver = softsnake.Solver(model)
     state, control = model.state(), model.control()
     solver.step(state, state, control, 0.01)
-    forces = np.zeros((4, 3), dtype=np.float32)
-    forces[2, 0] = np.nan
-    state.particle_f.assign(forces)
+    velocities = state.particle_qd.numpy()
+    velocities[2, 0] = np.nan
+    state.particle_qd.assign(velocities)
     with pytest.raises(softsnake.SimulationError, match=r"world 2 blew up \(non-finite state\) after step 2") as info:
         solver.step(state, state, control, 0.01)
     assert info.value.world == 2 and info.value.step == 2

@@ -11,7 +11,7 @@ from softsnake.robots.snake.bench import (LINK_CASE, MB, PAPER_CPU_FRAME_S, PAPE
 from softsnake.robots.snake.plots import plot_bench
 from softsnake.robots.snake.simulation import CPU_SECONDS_PER_SNAKE_FRAME, MODEL_BYTES_PER_SNAKE
 
-from .common import check_at_least, check_device, check_run_size, make_output_folder
+from .common import (add_snake_config_option, check_at_least, check_device, check_run_size, make_output_folder, snake_config)
 
 CSV_NAME = "bench.csv"
 PNG_NAME = "bench.png"
@@ -22,6 +22,7 @@ def add_arguments(parser):
     parser.add_argument("--device", default="cpu", help="Warp device, cpu or cuda (default: %(default)s)")
     parser.add_argument("--resolution", default="paper", choices=("paper", "coarse"),
                         help="link mesh resolution (default: %(default)s, as in Table II)")
+    add_snake_config_option(parser)
     parser.add_argument("--max-snakes", type=int, default=10, help="largest batch of 1..N snakes (default: 10)")
     parser.add_argument("--frames", type=int, default=5, help="timed frames per case (default: 5)")
     parser.add_argument("--warmup", type=int, default=2, help="untimed frames first (default: 2)")
@@ -35,6 +36,7 @@ def run(args):
     check_run_size(f"--max-snakes {args.max_snakes} with --frames {args.frames} --warmup {args.warmup}",
                    args.max_snakes * MODEL_BYTES_PER_SNAKE[args.resolution],
                    snake_frames * CPU_SECONDS_PER_SNAKE_FRAME[args.resolution] if args.device == "cpu" else None)
+    config = snake_config(args)
     check_device(args.device, getattr(args, "verbose", False))
     out = make_output_folder(args.out)
     name = device_name(args.device)
@@ -42,7 +44,7 @@ def run(args):
           f"median of {args.frames} frames after {args.warmup} warm-up")
     try:
         results = run_bench(device=args.device, resolution=args.resolution, max_snakes=args.max_snakes,
-                            frames=args.frames, warmup=args.warmup)
+                            frames=args.frames, warmup=args.warmup, config=config)
     except SimulationError as exc:
         raise UsageError(f"a bench case blew up, so it cannot be timed: {exc}") from None
     write_bench_csv(out / CSV_NAME, results)

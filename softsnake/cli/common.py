@@ -12,7 +12,7 @@ from pathlib import Path
 import warp as wp
 
 from softsnake.console import quiet_warp, start_warp
-from softsnake.errors import UsageError
+from softsnake.errors import ConfigError, UsageError
 
 __all__ = ["quiet_warp", "start_warp", "check_device", "check_positive", "check_at_least", "output_folder",
            "make_output_folder", "available_memory", "duration_text", "check_run_size", "safe_file_stem",
@@ -51,6 +51,23 @@ def check_at_least(option, value, minimum):
     """UsageError unless the integer ``value`` of ``option`` is at least ``minimum``."""
     if value < minimum:
         raise UsageError(f"{option} must be at least {minimum}, got {value}")
+
+
+def add_snake_config_option(parser):
+    """``--config FILE``: the snake parameter file of a snake command (default: the shipped one)."""
+    parser.add_argument("--config", default=None, metavar="FILE",
+                        help="snake parameter file, laid out as softsnake/assets/snake/snake.toml (default: that file)")
+
+
+def snake_config(args):
+    """The ``SnakeConfig`` of ``--config`` (the shipped one if not given) at ``--resolution``; UsageError
+    with the file's one-line message if it cannot be used."""
+    from softsnake.robots.snake.config import load_snake_config  # only the snake commands need it
+
+    try:
+        return load_snake_config(args.config, resolution=args.resolution)
+    except ConfigError as exc:
+        raise UsageError(f"--config: {exc}") from None
 
 
 def output_folder(path):

@@ -14,7 +14,7 @@ from softsnake.robots.snake.curvature import (FIT_LIMIT_PSI, PRESSURE_MAX_PSI, S
 from softsnake.robots.snake.plots import plot_curvature
 from softsnake.units import psi_to_pa
 
-from .common import check_device, check_positive, check_run_size, make_output_folder
+from .common import (add_snake_config_option, check_device, check_positive, check_run_size, make_output_folder, snake_config)
 
 CSV_NAME = "curvature.csv"
 PNG_NAME = "curvature.png"
@@ -25,6 +25,7 @@ def add_arguments(parser):
     parser.add_argument("--resolution", default="coarse", choices=("paper", "coarse"),
                         help="link mesh resolution (default: %(default)s)")
     parser.add_argument("--device", default="cpu", help="Warp device, cpu or cuda (default: %(default)s)")
+    add_snake_config_option(parser)
     parser.add_argument("--seconds", type=float, default=SECONDS_DEFAULT,
                         help="simulated time to steady state [s] (default: %(default)g)")
     parser.add_argument("--min-psi", type=float, default=-PRESSURE_MAX_PSI,
@@ -39,6 +40,7 @@ def run(args):
     check_positive("--step-psi", args.step_psi)
     if not (math.isfinite(args.min_psi) and math.isfinite(args.max_psi)) or args.min_psi >= args.max_psi:
         raise UsageError(f"need --min-psi < --max-psi, got {args.min_psi} and {args.max_psi}")
+    config = snake_config(args)
     for option, value in (("--min-psi", args.min_psi), ("--max-psi", args.max_psi)):
         if abs(value) > PRESSURE_MAX_PSI:
             raise UsageError(f"{option} {value:g}: chamber pressures must lie within -{PRESSURE_MAX_PSI:g}..{PRESSURE_MAX_PSI:g} "
@@ -54,7 +56,7 @@ def run(args):
     check_device(args.device, getattr(args, "verbose", False))
     out = make_output_folder(args.out)
     try:
-        sweep = simulate_curvature(psi_to_pa(psi), resolution=args.resolution, device=args.device,
+        sweep = simulate_curvature(psi_to_pa(psi), config=config, resolution=args.resolution, device=args.device,
                                    seconds=args.seconds)
         summary = summarize_curvature(sweep)
     except ConfigError as exc:

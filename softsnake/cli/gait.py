@@ -35,8 +35,7 @@ from softsnake.robots.snake.simulation import SnakeSimulation, estimate_run
 from softsnake.robots.snake.trajectories import CSV_NAME, write_trajectories_csv
 from softsnake.units import pa_to_psi, psi_to_pa
 
-from .common import (check_at_least, check_device, check_positive, check_run_size, duration_text,
-                     make_output_folder)
+from .common import (add_snake_config_option, check_at_least, check_device, check_positive, check_run_size, duration_text, make_output_folder, snake_config)
 
 SNAKES_DEFAULT = 3
 SECONDS_DEFAULT = 10.0
@@ -63,6 +62,7 @@ def add_arguments(parser):
                         help="link mesh resolution (default: %(default)s)")
     parser.add_argument("--device", default="cpu", help="Warp device, cpu or cuda (default: %(default)s)")
     parser.add_argument("--out", default=".", help="output folder (default: current folder)")
+    add_snake_config_option(parser)
     parser.add_argument("--frequency", default=None, help="oscillation frequency f [Hz] (default: 2)")
     parser.add_argument("--phase-shift", default=None, help="phase shift alpha between links [rad] (default: pi/2)")
     parser.add_argument("--offset", default=None,
@@ -198,13 +198,14 @@ def run(args):
     check_positive("--seconds", args.seconds)
     check_positive("--supply-psi", args.supply_psi)
     gait = gait_from_args(args)
+    config = snake_config(args)
     check_device(args.device, getattr(args, "verbose", False))
     frames, wall_estimate = _check_size(args)
     out = make_output_folder(args.out)
     try:
         simulation = SnakeSimulation(args.snakes, resolution=args.resolution, device=args.device, gait=gait,
                                      latency=args.latency, supply_pressure=psi_to_pa(args.supply_psi),
-                                     seconds=args.seconds)
+                                     seconds=args.seconds, config=config)
     except ConfigError as exc:
         raise UsageError(str(exc)) from None
     usd_path = out / f"{USD_STEM}.{args.usd_format}" if args.usd else None

@@ -16,7 +16,7 @@ import warp as wp
 from softsnake.errors import ModelError
 from softsnake.kernels.entities import body_frame, nonnegative, write_body_block
 from softsnake.spatial import quat_inverse, quat_multiply, quat_to_matrix
-from softsnake.validation import finite_value, non_negative_value, positive_value, unit_axis
+from softsnake.validation import finite_value, non_negative_value, positive_value, unit_axis, vector
 
 from .base import ConstraintType, Field, joint_entities, joint_fields, upload_array
 
@@ -30,11 +30,24 @@ def twist_angle(q_rel: wp.quat, axis: wp.vec3):
 
 @wp.func
 def wrap_angle(theta: float):
+    """theta wrapped into (-pi, pi] in a bounded number of operations, whatever the angle.
+
+    An angle that wraps once or twice (every joint angle minus a target in practice) is moved by
+    2 pi at a time, the same roundings as ever; one further out (a target of 1e30) is reduced by
+    fmod, exact but for float32's coarse spacing there. NaN and Inf give NaN.
+    """
     pi = 3.14159265358979
-    while theta > pi:
-        theta -= 2.0 * pi
-    while theta <= -pi:
-        theta += 2.0 * pi
+    for _ in range(2):
+        if theta > pi:
+            theta -= 2.0 * pi
+        elif theta <= -pi:
+            theta += 2.0 * pi
+    if theta > pi or theta <= -pi:
+        theta = wp.mod(theta, 2.0 * pi)
+        if theta > pi:
+            theta -= 2.0 * pi
+        elif theta <= -pi:
+            theta += 2.0 * pi
     return theta
 
 
@@ -175,14 +188,18 @@ class AngularSpringBuilder:
         axis = unit_axis(axis, what)
         curve = None
         if moment_curve is not None:
-            angles, moments = (np.asarray(c, dtype=np.float64) for c in moment_curve)
+            try:
+                angles, moments = (np.asarray(c, dtype=np.float64) for c in moment_curve)
+            except (TypeError, ValueError, OverflowError):
+                angles = moments = np.zeros(0)
             if angles.ndim != 1 or angles.shape != moments.shape or len(angles) < 2:
                 raise ModelError(f"{what} moment_curve needs two equal-length 1-D arrays of at least 2 samples")
-            if not (np.all(np.isfinite(angles)) and np.all(np.isfinite(moments))):
-                raise ModelError(f"{what} moment_curve contains NaN or Inf")
+            vector(angles, len(angles), f"{what} moment_curve angles")
+            vector(moments, len(moments), f"{what} moment_curve moments")
+            # The kernel interpolates the float32 samples: they must increase in float32 too.
+            if np.any(np.diff(angles) <= 0) or np.any(np.diff(angles.astype(np.float32)) <= 0):
+                raise ModelError(f"{what} moment_curve angles must be strictly increasing (in float32)")
             slopes = np.diff(moments) / np.diff(angles)
-            if np.any(np.diff(angles) <= 0):
-                raise ModelError(f"{what} moment_curve angles must be strictly increasing")
             if np.any(slopes <= 0):
                 raise ModelError(f"{what} moment_curve must be strictly increasing (positive stiffness)")
             curve = (angles, moments)

@@ -5,7 +5,7 @@ import warp as wp
 
 from softsnake.kernels.entities import nonnegative, write_body_block, write_particle_block
 from softsnake.spatial import quat_to_matrix
-from softsnake.validation import non_negative_value, vector
+from softsnake.validation import non_negative_value, position
 
 from .base import ConstraintType, Field
 
@@ -95,6 +95,6 @@ class AttachmentBuilder:
         if local_position is None:
             local_position = quat_to_matrix(q).T @ (self.particle_q[particle] - p)
         return self.append_item(ATTACHMENT, {
-            "body": body, "particle": particle, "local": vector(local_position, 3, f"{what} local_position"),
+            "body": body, "particle": particle, "local": position(local_position, f"{what} local_position"),
             "compliance": non_negative_value(compliance, f"{what} compliance"),
             "damping": non_negative_value(damping, f"{what} damping")})

@@ -39,6 +39,7 @@ class Field:
         doc: what the value means
         index: "particle", "body" or "pressure_channel" for an index that ``add_world`` renumbers
             (negative values, meaning "none" or "the static world", are kept); "" otherwise
+        optional: for an index, whether -1 ("none", or the static world) is allowed
         world_anchor_of: for a point [m] given in world coordinates when the named body field is -1
             (a joint to the static world): ``add_world`` moves it with the world's offset
         upload: False for builder-only fields that ``finalize`` turns into other arrays
@@ -49,6 +50,7 @@ class Field:
     unit: str
     doc: str
     index: str = ""
+    optional: bool = False
     world_anchor_of: str = ""
     upload: bool = True
 
@@ -160,7 +162,7 @@ class ConstraintType(ItemKind):
 def joint_fields(axis_doc, anchors=True):
     """The fields every joint between body_a (-1: the static world) and body_b starts with: the two
     bodies, their anchors (the joint point in each body's frame) and the joint's axis in a's frame."""
-    fields = [Field("body_a", int, "", "first body, -1 for the static world", index="body"),
+    fields = [Field("body_a", int, "", "first body, -1 for the static world", index="body", optional=True),
               Field("body_b", int, "", "second body", index="body")]
     if anchors:
         fields += [Field("anchor_a", wp.vec3, "m", "joint point in a's frame (world frame for the static world)",

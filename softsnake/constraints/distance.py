@@ -10,7 +10,7 @@ import warp as wp
 
 from softsnake.kernels.entities import nonnegative, write_neutral_row, write_particle_block
 from softsnake.errors import ModelError
-from softsnake.validation import non_negative_value, positive_value
+from softsnake.validation import index_value, length_value, non_negative_value, positive_value
 
 from .base import ConstraintType, Field
 
@@ -72,7 +72,7 @@ class Distance(ConstraintType):
         Field("compliance", float, "m/N", "inverse stiffness (0: rigid)"),
         Field("damping", float, "s", "stiffness-proportional damping time"),
         Field("pressure_channel", int, "", "pressure channel of an actuation row, -1 for a structural row",
-              index="pressure_channel"),
+              index="pressure_channel", optional=True),
         Field("youngs_modulus", float, "Pa", "Young's modulus Y of an actuation row's material (1 for structural rows)"),
     )
 
@@ -118,8 +118,8 @@ class DistanceBuilder:
             raise ModelError(f"{what} connects particle {i} to itself")
         if rest_length is None:
             rest_length = float(np.linalg.norm(self.particle_q[i] - self.particle_q[j]))
-        rest_length = positive_value(rest_length, f"{what} rest_length")
-        channel = int(pressure_channel)
+        rest_length = length_value(rest_length, f"{what} rest_length")
+        channel = index_value(pressure_channel, f"{what} pressure_channel")
         if channel >= 0:
             if channel >= self.pressure_channel_count:
                 raise ModelError(f"{what}: pressure channel {channel} out of range [0, {self.pressure_channel_count})")

@@ -12,7 +12,7 @@ import warp as wp
 
 from softsnake.kernels.entities import body_frame, nonnegative, write_body_block
 from softsnake.spatial import perpendicular_pair, quat_to_matrix
-from softsnake.validation import non_negative_value, unit_axis, vector
+from softsnake.validation import non_negative_value, position, unit_axis
 
 from .base import ConstraintType, Field, joint_entities, joint_fields
 
@@ -134,7 +134,7 @@ class HingeBuilder:
         """
         what = f"hinge {self.hinge_count}"
         body_a, body_b = self.check_joint_bodies(body_a, body_b, what)
-        anchor = vector(anchor, 3, f"{what} anchor")
+        anchor = position(anchor, f"{what} anchor")
         axis = unit_axis(axis, what)
         pa, qa = self.body_pose(body_a)
         pb, qb = self.body_pose(body_b)

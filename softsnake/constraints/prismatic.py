@@ -32,7 +32,7 @@ import warp as wp
 
 from softsnake.kernels.entities import body_frame, nonnegative, write_body_block, write_neutral_row
 from softsnake.spatial import perpendicular_pair, quat_inverse, quat_multiply, quat_to_matrix
-from softsnake.validation import finite_value, non_negative_value, unit_axis, vector
+from softsnake.validation import finite_value, non_negative_value, position, unit_axis
 
 from .base import ConstraintType, Field, joint_entities, joint_fields
 
@@ -220,7 +220,7 @@ class PrismaticBuilder:
         """
         what = f"prismatic {self.prismatic_count}"
         body_a, body_b = self.check_joint_bodies(body_a, body_b, what)
-        anchor = vector(anchor, 3, f"{what} anchor")
+        anchor = position(anchor, f"{what} anchor")
         axis = unit_axis(axis, what)
         rate = finite_value(rate, f"{what} rate")
         pa, qa = self.body_pose(body_a)

@@ -16,7 +16,8 @@ import warp as wp
 
 from softsnake.errors import ModelError
 from softsnake.spatial import box_inertia, cylinder_inertia, quat_between, quat_to_matrix
-from softsnake.validation import non_negative_value, positive_value, unit_quaternion, vector
+from softsnake.validation import bounded_vector, finite_value, length_value, non_negative_value, unit_quaternion, vector
+from softsnake.validation import position as checked_position
 
 from .base import Field, ItemKind
 
@@ -158,22 +159,31 @@ class ShapeBuilder:
     def add_shape(self, body, kind, position, rotation, size, density, mu, mass, inertia_local):
         """Add a collision shape of ``kind`` (checked values; the ``add_shape_*`` methods check theirs) whose
         unit-density ``mass`` and ``inertia_local`` (about its centre, shape frame) scale with ``density``."""
-        what = f"shape {self.shape_count}"
+        what = self.shape_label(kind)
         body = self.check_body(body, what)
-        pos = vector(position, 3, f"{what} position")
+        pos = bounded_vector(position, 3, f"{what} position")
         rot = unit_quaternion(rotation, f"{what} rotation")
         density = non_negative_value(density, f"{what} density")
         if mu is not None:
             mu = non_negative_value(mu, f"{what} mu")
+        body_mass, body_inertia = self.body_mass[body], self.body_inertia[body]
         if density > 0.0:
             m = mass * density
             R = quat_to_matrix(rot)
             I = R @ (inertia_local * density) @ R.T + m * (np.dot(pos, pos) * np.eye(3) - np.outer(pos, pos))
-            self.body_mass[body] += m
-            self.body_inertia[body] = self.body_inertia[body] + I
-        return self.append_item(SHAPE, {
+            body_mass, body_inertia = body_mass + m, body_inertia + I
+            vector([body_mass], 1, f"{what}: body {body} mass with the shape's")
+            vector(np.ravel(body_inertia), 9, f"{what}: body {body} inertia with the shape's")
+        index = self.append_item(SHAPE, {
             "body": body, "kind": int(kind), "pos": pos, "rot": rot, "size": np.asarray(size, dtype=np.float64),
             "mu": math.inf if mu is None else mu}, world=self.body_world[body])
+        # The body's mass changes only once the shape is in: a rejected shape leaves the body as it was.
+        self.body_mass[body], self.body_inertia[body] = body_mass, body_inertia
+        return index
+
+    def shape_label(self, kind):
+        """How messages name the next shape: "shape 3 (sphere)"."""
+        return f"shape {self.shape_count} ({ShapeKind(kind).name.lower()})"
 
     def add_shape_sphere(self, body, radius, *, position=(0, 0, 0), density=0.0, mu=None):
         """Collision sphere of ``radius`` [m] on ``body`` at ``position`` [m] in the body frame.
@@ -181,57 +191,71 @@ class ShapeBuilder:
         A ``density`` [kg/m^3] adds the shape's mass and inertia to the body. ``mu`` (default:
         the obstacle's) is the friction coefficient; a contact uses the smaller of shape's and obstacle's.
         """
-        r = positive_value(radius, "sphere radius")
+        r = length_value(radius, f"{self.shape_label(ShapeKind.SPHERE)} radius")
         vol = 4.0 / 3.0 * math.pi * r**3
         return self.add_shape(body, ShapeKind.SPHERE, position, (0, 0, 0, 1), (r, 0, 0), density, mu, vol, np.eye(3) * 0.4 * vol * r * r)
 
     def add_shape_box(self, body, half_extents, *, position=(0, 0, 0), rotation=(0, 0, 0, 1), density=0.0, mu=None):
         """Collision box with ``half_extents`` [m] (its eight corners collide). See add_shape_sphere."""
-        he = vector(half_extents, 3, "box half_extents")
-        if np.any(he <= 0):
-            raise ModelError(f"box half_extents must be positive, got {he.tolist()}")
+        he = positive_lengths(half_extents, f"{self.shape_label(ShapeKind.BOX)} half_extents")
         vol = 8.0 * np.prod(he)
         return self.add_shape(body, ShapeKind.BOX, position, rotation, he, density, mu, vol, box_inertia(vol, he))
 
     def add_shape_capsule(self, body, radius, half_height, *, position=(0, 0, 0), rotation=(0, 0, 0, 1), density=0.0, mu=None):
         """Capsule along the shape's local z: two end spheres of ``radius`` at +-``half_height`` [m]."""
-        r = positive_value(radius, "capsule radius")
-        hh = positive_value(half_height, "capsule half_height")
+        what = self.shape_label(ShapeKind.CAPSULE)
+        r = length_value(radius, f"{what} radius")
+        hh = length_value(half_height, f"{what} half_height")
         vol = math.pi * r * r * 2.0 * hh
         return self.add_shape(body, ShapeKind.CAPSULE, position, rotation, (r, hh, 0), density, mu, vol, cylinder_inertia(vol, r, hh))
 
     def add_shape_cylinder(self, body, radius, half_height, *, position=(0, 0, 0), rotation=(0, 0, 0, 1), density=0.0, mu=None):
         """Cylinder along the shape's local z: the lowest rim point of each cap collides, or for a
         wheel (2 half_height <= radius) the lowest rim point of its mid-plane."""
-        r = positive_value(radius, "cylinder radius")
-        hh = positive_value(half_height, "cylinder half_height")
+        what = self.shape_label(ShapeKind.CYLINDER)
+        r = length_value(radius, f"{what} radius")
+        hh = length_value(half_height, f"{what} half_height")
         vol = math.pi * r * r * 2.0 * hh
         return self.add_shape(body, ShapeKind.CYLINDER, position, rotation, (r, hh, 0), density, mu, vol, cylinder_inertia(vol, r, hh))
 
-    def add_obstacle(self, kind, position, rotation, size, mu, what):
+    def add_obstacle(self, kind, position, rotation, size, mu):
         """Add a static obstacle of ``kind`` shared by every world (the ``add_obstacle_*`` methods check ``size``)."""
+        what = self.obstacle_label(kind)
         return self.append_item(OBSTACLE, {
-            "kind": int(kind), "pos": vector(position, 3, f"{what} position"),
+            "kind": int(kind), "pos": checked_position(position, f"{what} position"),
             "rot": unit_quaternion(rotation, f"{what} rotation"), "size": np.asarray(size, dtype=np.float64),
             "mu": non_negative_value(mu, f"{what} mu")}, world=-1)
 
+    def obstacle_label(self, kind):
+        """How messages name the next obstacle: "obstacle 2 (box)"; the ground is ObstacleKind.PLANE."""
+        return f"obstacle {self.obstacle_count} ({'ground' if kind == ObstacleKind.PLANE else ObstacleKind(kind).name.lower()})"
+
     def add_ground(self, *, mu=1.0, normal=(0.0, 0.0, 1.0), height=0.0):
         """Static half-space below the plane n . x = height [m] with friction coefficient ``mu``."""
-        n = vector(normal, 3, "ground normal")
+        what = self.obstacle_label(ObstacleKind.PLANE)
+        n = vector(normal, 3, f"{what} normal")
         if np.linalg.norm(n) < 1e-12:
-            raise ModelError("ground normal is zero")
+            raise ModelError(f"{what} normal is zero")
         n = n / np.linalg.norm(n)
-        return self.add_obstacle(ObstacleKind.PLANE, n * float(height), quat_between([0, 0, 1], n), (0, 0, 0), mu, "ground")
+        height = finite_value(height, f"{what} height")
+        return self.add_obstacle(ObstacleKind.PLANE, n * height, quat_between([0, 0, 1], n), (0, 0, 0), mu)
 
     def add_obstacle_box(self, position, half_extents, *, rotation=(0, 0, 0, 1), mu=1.0):
         """Static box with ``half_extents`` [m] centred at ``position`` [m]."""
-        he = vector(half_extents, 3, "obstacle box half_extents")
-        if np.any(he <= 0):
-            raise ModelError(f"obstacle box half_extents must be positive, got {he.tolist()}")
-        return self.add_obstacle(ObstacleKind.BOX, position, rotation, he, mu, "obstacle box")
+        he = positive_lengths(half_extents, f"{self.obstacle_label(ObstacleKind.BOX)} half_extents")
+        return self.add_obstacle(ObstacleKind.BOX, position, rotation, he, mu)
 
     def add_obstacle_cylinder(self, position, radius, half_height, *, rotation=(0, 0, 0, 1), mu=1.0):
         """Static cylinder (axis: local z, vertical by default) of ``radius`` and ``half_height`` [m]."""
-        r = positive_value(radius, "obstacle cylinder radius")
-        hh = positive_value(half_height, "obstacle cylinder half_height")
-        return self.add_obstacle(ObstacleKind.CYLINDER, position, rotation, (r, hh, 0), mu, "obstacle cylinder")
+        what = self.obstacle_label(ObstacleKind.CYLINDER)
+        r = length_value(radius, f"{what} radius")
+        hh = length_value(half_height, f"{what} half_height")
+        return self.add_obstacle(ObstacleKind.CYLINDER, position, rotation, (r, hh, 0), mu)
+
+
+def positive_lengths(value, what):
+    """Three positive lengths [m] (half extents), each within ``POSITION_LIMIT``."""
+    he = bounded_vector(value, 3, what)
+    if np.any(he <= 0):
+        raise ModelError(f"{what} must be positive, got {he.tolist()}")
+    return he

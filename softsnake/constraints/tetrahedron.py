@@ -9,13 +9,18 @@ isotropic normal stiffness and stays finite (and singular only in the volumetric
 i.e. incompressible) as nu -> 0.5.
 """
 
+import math
+import numbers
+
 import numpy as np
 import warp as wp
 
 from softsnake.errors import ModelError
 from softsnake.kernels.entities import nonnegative, write_particle_block
 from softsnake.spatial import quat_to_matrix
-from softsnake.validation import non_negative_value, positive_value, unit_quaternion, vector
+from softsnake.validation import (FLOAT32_MAX, FLOAT32_TINY, bounded_vector, non_negative_value, positive_value,
+                                  unit_quaternion, vector)
+from softsnake.validation import position as checked_position
 
 from .base import ConstraintType, Field
 
@@ -191,12 +196,16 @@ class TetrahedronBuilder:
         Returns:
             the index of the mesh's first particle (its vertices are consecutive).
         """
-        verts = np.asarray(vertices, dtype=np.float64)
-        t = np.asarray(tets)
+        try:
+            verts = np.asarray(vertices, dtype=np.float64)
+            t = np.asarray(tets)
+        except (TypeError, ValueError, OverflowError):
+            raise ModelError("soft mesh vertices and tets must be arrays of numbers") from None
         if verts.ndim != 2 or verts.shape[1] != 3 or len(verts) == 0:
             raise ModelError(f"soft mesh vertices must have shape (n, 3), got {verts.shape}")
         if not np.all(np.isfinite(verts)):
             raise ModelError("soft mesh vertices contain NaN or Inf")
+        bounded_vector(verts.ravel(), verts.size, "soft mesh vertices")
         if t.ndim != 2 or t.shape[1] != 4 or len(t) == 0:
             raise ModelError(f"soft mesh tets must have shape (m, 4), got {t.shape}")
         if not np.issubdtype(t.dtype, np.integer):
@@ -207,11 +216,12 @@ class TetrahedronBuilder:
             raise ModelError(f"soft mesh tet {k} has vertex index {t[k].tolist()} out of range [0, {len(verts)})")
         density = positive_value(density, "soft mesh density")
         youngs_modulus = positive_value(youngs_modulus, "soft mesh youngs_modulus")
-        nu = float(poisson_ratio)
+        real = isinstance(poisson_ratio, numbers.Real) and not isinstance(poisson_ratio, bool)
+        nu = float(poisson_ratio) if real else math.nan
         if not (0.0 <= nu < 0.5):
             raise ModelError(f"soft mesh poisson_ratio must lie in [0, 0.5), got {poisson_ratio}")
         damping = non_negative_value(damping, "soft mesh damping")
-        if collide not in ("surface", "all", "none"):
+        if not isinstance(collide, str) or collide not in ("surface", "all", "none"):
             raise ModelError(f"soft mesh collide must be 'surface', 'all' or 'none', got {collide!r}")
 
         Dm = np.stack([verts[t[:, 1]] - verts[t[:, 0]], verts[t[:, 2]] - verts[t[:, 0]], verts[t[:, 3]] - verts[t[:, 0]]], axis=2)
@@ -226,6 +236,15 @@ class TetrahedronBuilder:
             k = inverted[0][0]
             raise ModelError(f"soft mesh tet {k} {t[k].tolist()} is inverted (negative volume); reorder its vertices")
         volume = det / 6.0
+        stiffness = volume * youngs_modulus
+        outside = np.argwhere((stiffness < FLOAT32_TINY) | (stiffness > FLOAT32_MAX))
+        if len(outside):
+            k = outside[0][0]
+            raise ModelError(f"soft mesh tet {k} {t[k].tolist()}: volume {volume[k]:.3g} m^3 times youngs_modulus "
+                             f"{youngs_modulus:.3g} Pa is outside float32 [{FLOAT32_TINY:.2g}, {FLOAT32_MAX:.2g}], "
+                             "in which the model computes the element's compliance")
+        inv_rest = np.linalg.inv(Dm)
+        vector(inv_rest.ravel(), inv_rest.size, "soft mesh inverse rest shapes (1 / edge lengths)")
 
         mass = np.zeros(len(verts))
         np.add.at(mass, t.ravel(), np.repeat(volume * density / 4.0, 4))
@@ -242,11 +261,14 @@ class TetrahedronBuilder:
             on_surface = np.full(len(verts), collide == "all")
 
         R = quat_to_matrix(unit_quaternion(rotation, "soft mesh rotation"))
-        world_verts = verts @ R.T + vector(position, 3, "soft mesh position")
+        world_verts = verts @ R.T + checked_position(position, "soft mesh position")
         start = self.particle_count
-        for k in range(len(verts)):
-            self.add_particle(world_verts[k], velocity, mass[k], radius=particle_radius, collide=bool(on_surface[k]))
-        inv_rest = np.linalg.inv(Dm)
+        self.current_world()
+        # Every particle is checked before the first is added, so that a rejected mesh leaves nothing.
+        particles = [self.particle_values(f"soft mesh vertex {k} (particle {start + k})", world_verts[k], velocity,
+                                          mass[k], particle_radius, bool(on_surface[k]), False) for k in range(len(verts))]
+        for values in particles:
+            self.append_particle(values)
         for k in range(len(t)):
             self.append_item(TETRAHEDRON, {
                 "particles": tuple(int(i) + start for i in t[k]), "inv_rest": inv_rest[k], "volume": volume[k],

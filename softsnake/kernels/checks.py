@@ -1,5 +1,8 @@
 """Detection of blown-up simulation states, per world: a position or velocity that is NaN or Inf
-(flag NONFINITE), or a linear speed above a bound no simulated robot reaches (flag TOO_FAST)."""
+(flag NONFINITE), or a linear speed above a bound no simulated robot reaches (flag TOO_FAST); and
+of inputs of a step that are NaN or Inf (controls and external forces, ``softsnake.input_checks``)."""
+
+from typing import Any
 
 import warp as wp
 
@@ -58,3 +61,19 @@ def flag_blown_up_bodies(
         flag = NONFINITE
     if flag != 0:
         wp.atomic_max(world_flag, nonnegative(body_world[i]), flag)
+
+
+@wp.kernel
+def flag_nonfinite_inputs(
+    values: wp.array(dtype=Any),
+    item_world: wp.array(dtype=int),
+    input_index: int,
+    input_count: int,
+    input_flag: wp.array(dtype=int),
+):
+    """Inputs of a step (controls: float; forces: vec3 or spatial_vector) that are NaN or Inf: entry i
+    flags (its world, the input) in input_flag as i + 1, the largest such entry winning
+    (``softsnake.input_checks`` names them)."""
+    i = nonnegative(wp.tid())
+    if not wp.isfinite(values[i]):
+        wp.atomic_max(input_flag, nonnegative(item_world[i]) * input_count + input_index, i + 1)

@@ -126,9 +126,10 @@ def bench_cases(device, max_snakes):
     return cases
 
 
-def run_bench(*, device="cpu", resolution="paper", max_snakes=10, frames=5, warmup=2, progress=True):
-    """Time every case; returns {snakes: times} in the order run (see ``time_case``)."""
-    config = load_snake_config(resolution=resolution)
+def run_bench(*, device="cpu", resolution="paper", max_snakes=10, frames=5, warmup=2, progress=True, config=None):
+    """Time every case; returns {snakes: times} in the order run (see ``time_case``). ``config``: the
+    ``SnakeConfig`` (None: the shipped snake.toml)."""
+    config = load_snake_config(resolution=resolution) if config is None else config
     results = {}
     cases = bench_cases(device, max_snakes)
     for snakes in progress_notes(cases, desc="bench", unit="case", enabled=progress):

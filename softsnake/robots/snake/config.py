@@ -58,6 +58,22 @@ class MaterialConfig:
         return self.poisson_ratio if self.element_poisson_ratio is None else self.element_poisson_ratio
 
 
+PAPER_SNAKE_PARTICLES = 1456
+"""Particles of the paper-resolution snake: 4 links of 13 sections of 28 points [-]."""
+
+PAPER_SNAKE_FRAME_SECONDS = 0.12
+"""Measured time per frame of one paper-resolution snake on one CPU core [s] (README, Results)."""
+
+PAPER_SNAKE_ARRAY_BYTES = 11.5e6
+"""Measured arrays of one paper-resolution snake [B] (README, Results)."""
+
+MAX_LINK_PARTICLES = 10_000
+"""Largest link mesh a snake config may ask for [particles per link]: 27 times the paper's 364.
+A four-link snake of such links takes about 3.3 s per frame on one CPU core and 320 MB of arrays
+(scaled from the paper mesh's measured 0.12 s and 11.5 MB), besides the tetrahedral meshing; a
+larger mesh is far more likely a typo than a wish, and would run for hours without saying why."""
+
+
 @dataclass(frozen=True)
 class ResolutionConfig:
     """How finely one link is meshed.
@@ -90,6 +106,15 @@ class ResolutionConfig:
             if value % 2:
                 raise ConfigError(f"{prefix}.{key}: must be even, got {value}")
         positive(f"{prefix}.element_modulus_factor", self.element_modulus_factor)
+        per_section = self.outer_ring_points + 2 * self.chamber_ring_points
+        particles = self.section_count * per_section
+        if particles > MAX_LINK_PARTICLES:
+            scale = 4 * particles / PAPER_SNAKE_PARTICLES
+            raise ConfigError(
+                f"{prefix}: {self.section_count} sections of {per_section} points make {particles} particles per "
+                f"link, more than the limit of {MAX_LINK_PARTICLES} (the paper mesh has 364): a four-link snake "
+                f"would need about {scale * PAPER_SNAKE_ARRAY_BYTES / 1e9:.2g} GB of arrays and "
+                f"{scale * PAPER_SNAKE_FRAME_SECONDS:.2g} s per frame on one CPU core, besides the meshing")
 
 
 @dataclass(frozen=True)

@@ -2,10 +2,11 @@
 
 A scene holds the robot's parameters (``[vine]``), the time stepping (``[sim]``), the obstacles
 (``[[obstacles]]``) and, optionally, a planning problem (``[plan]``, seed 004). Every value is SI
-(m, kg, s, Pa, rad); every table and every key of ``[vine]``, ``[sim]`` and ``[plan]`` except
-``plan.target`` and ``plan.orientation`` is optional, with the defaults documented on the
+(m, kg, s, Pa, rad). The ``[vine]`` table is required (an empty file, or one without it, is most
+likely not the scene meant); every other table, and every key of ``[vine]``, ``[sim]`` and ``[plan]``
+except ``plan.target`` and ``plan.orientation``, is optional, with the defaults documented on the
 dataclasses below (the defaults of ``[vine]`` and ``[sim]`` are the cluttered-environment example
-of seed 000). Example::
+of seed 000: an empty ``[vine]`` table asks for that robot). Example::
 
     name = "planner_navigation"
     description = "seed 004 navigation experiment"
@@ -35,7 +36,10 @@ of seed 000). Example::
 
 Bad input raises ``ConfigError`` with a one-line message naming the file and the offending key
 (``planner.toml: obstacles[2].radius: must be positive, got -0.01``). The dataclasses validate
-themselves, so scenes built in code are checked the same way.
+themselves, so scenes built in code are checked the same way. A scene's growth must be one the
+simulator can follow: the tip may advance at most one tube radius per time step
+(``VineScene``: contacts are found once per step, so a faster tip passes through obstacles, and the
+growth drives no longer keep the links together).
 
 ``load_scene`` also accepts the name of a shipped scene (``load_scene("planner_navigation")``),
 looked up in ``softsnake/assets/vine/``.
@@ -55,6 +59,15 @@ from ..assets import asset_folder
 
 STIFFNESS_MODELS = ("linear", "wrinkling")
 """Names accepted by ``VineParams.stiffness_model``."""
+
+MAX_VINE_LINKS = 500
+"""Most links a scene's vine may have [-]. A vine's step takes one conjugate residual iteration per link
+over rows that grow with the links, so its time grows with the square of the bodies: 1.9 ms per step
+for 100 bodies on one CPU core (experiments/results/vine.md), about 0.19 s for the 1000 bodies of 500
+links (86 s for the 450 steps of a default scene); a larger count is far more likely a typo."""
+
+STEP_SECONDS_100_BODIES = 1.91e-3
+"""Measured time of one step of a 100-body vine on one CPU core [s] (experiments/results/vine.md)."""
 
 
 @dataclass(frozen=True)
@@ -98,6 +111,12 @@ class VineParams:
         for key in ("stiffness", "damping", "growth_rate", "pressure"):
             non_negative(f"vine.{key}", getattr(self, key))
         integer("vine.link_count", self.link_count, minimum=1)
+        if self.link_count > MAX_VINE_LINKS:
+            step = STEP_SECONDS_100_BODIES * (self.body_count / 100.0) ** 2
+            raise ConfigError(
+                f"vine.link_count: {self.link_count} links ({self.body_count} bodies) would take about {step:.2g} s "
+                f"per step of one vine on one CPU core (the time grows with the square of the bodies: 1.9 ms for "
+                f"100); the limit is {MAX_VINE_LINKS} links")
         if self.stiffness_model not in STIFFNESS_MODELS:
             known = ", ".join(STIFFNESS_MODELS)
             raise ConfigError(f"vine.stiffness_model: expected one of {known}, got {self.stiffness_model!r}")
@@ -331,6 +350,16 @@ class VineScene:
     plan: PlanProblem | None = None
     source: str = "<dict>"
 
+    def __post_init__(self):
+        limit = self.vine.tube_radius / self.sim.dt
+        if self.vine.growth_rate > limit:
+            grown = self.vine.length + self.vine.growth_rate * self.sim.duration
+            raise ConfigError(
+                f"vine.growth_rate: {self.vine.growth_rate:g} m/s would grow the vine from {self.vine.length:g} m to "
+                f"{grown:.3g} m in sim.duration {self.sim.duration:g} s, advancing the tip {self.vine.growth_rate * self.sim.dt:.3g} m "
+                f"per step of sim.dt {self.sim.dt:.3g} s, more than the tube radius {self.vine.tube_radius:g} m: contacts "
+                f"are found once per step, so the tip would pass through obstacles (at most {limit:.3g} m/s here)")
+
 
 _TOP_KEYS = ("name", "description", "vine", "sim", "obstacles", "plan")
 _OBSTACLE_KEYS = {"circle": ("center", "radius"), "rectangle": ("center", "size", "angle"), "wall": ("start", "end")}
@@ -392,6 +421,9 @@ def scene_from_dict(data, *, source="<dict>", default_name="scene"):
     """
     if not isinstance(data, dict):
         raise ConfigError(f"expected a table at the top level, got {data!r}")
+    if not data:
+        raise ConfigError("empty scene: a scene needs at least a [vine] table (an empty [vine] asks for the "
+                          "default robot)")
     _refuse_unknown(data, "", _TOP_KEYS)
     name = _string("name", data.get("name", default_name))
     description = _string("description", data.get("description", ""))
@@ -408,6 +440,8 @@ def scene_from_dict(data, *, source="<dict>", default_name="scene"):
             if key not in plan_data:
                 raise ConfigError(f"plan.{key}: missing key")
         plan = _dataclass_from_table(PlanProblem, plan_data, "plan.")
+    if "vine" not in data:
+        raise ConfigError("vine: missing table (an empty [vine] asks for the default robot)")
     return VineScene(name=name, description=description, vine=vine, sim=sim, obstacles=obstacles, plan=plan,
                      source=source)
 

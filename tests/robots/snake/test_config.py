@@ -6,6 +6,7 @@ import pytest
 
 from softsnake.errors import ConfigError
 from softsnake.robots.snake.config import (
+    MAX_LINK_PARTICLES,
     MaterialConfig,
     ResolutionConfig,
     default_config_path,
@@ -177,3 +178,20 @@ def test_element_modulus_factor_scales_only_the_tetrahedra():
     assert scaled.tet_youngs_modulus.numpy() == pytest.approx(factor * plain.tet_youngs_modulus.numpy(), rel=1e-6)
     for name in ("distance_compliance", "distance_youngs_modulus", "distance_rest_length"):
         assert (getattr(scaled, name).numpy() == getattr(plain, name).numpy()).all(), name
+
+
+def test_binary_file_is_one_line(tmp_path):
+    path = tmp_path / "snake.toml"
+    path.write_bytes(b"\xff\xfe\x00\x81 link_count = 4\n\x9c")
+    expect_error(path, "not a text file (TOML must be UTF-8)")
+
+
+def test_huge_mesh_is_refused_at_once_with_an_estimate(tmp_path):
+    """section_count = 5000 used to mesh for minutes without a word; now the loader refuses it with the
+    particle count, an estimate of the memory and time, and the limit."""
+    path = edited_config(tmp_path, "link.resolution.paper", "section_count", "5000")
+    message = expect_error(path, "link.resolution.paper: 5000 sections of 28 points make 140000 particles per link")
+    assert f"limit of {MAX_LINK_PARTICLES}" in message and "GB of arrays" in message and "s per frame" in message
+    # The largest mesh within the limit loads.
+    largest = MAX_LINK_PARTICLES // 28
+    assert load_snake_config(edited_config(tmp_path, "link.resolution.paper", "section_count", str(largest)))

@@ -2,6 +2,7 @@
 the curvature measure and the command-line errors."""
 
 import dataclasses
+import importlib
 import math
 
 import numpy as np
@@ -9,12 +10,12 @@ import pytest
 import warp as wp
 
 import softsnake
-from softsnake.errors import ConfigError
+from softsnake.errors import ConfigError, UsageError
 from softsnake.spatial import quat_from_axis_angle, quat_multiply
 from softsnake.cli import main
 from softsnake.robots.snake.bench import LINK_CASE, time_case
 from softsnake.robots.snake.curvature import simulate_curvature, summarize_curvature
-from softsnake.robots.snake.config import load_snake_config
+from softsnake.robots.snake.config import default_config_path, load_snake_config
 from softsnake.robots.snake.gait import GaitParams
 from softsnake.robots.snake.robot import (
     TABLE_1,
@@ -248,3 +249,51 @@ def test_warm_start_survives_chamber_switches(coarse):
     trajectories = sim.run(progress=False)
     assert np.all(np.isfinite(trajectories.com))
     assert np.abs(trajectories.curvature).max() < 20.0
+
+
+def _two_link_config(tmp_path):
+    """The shipped snake.toml with two links instead of four."""
+    text = default_config_path().read_text().replace("\nlink_count = 4\n", "\nlink_count = 2\n", 1)
+    path = tmp_path / "two_links.toml"
+    path.write_text(text)
+    return path
+
+
+def test_gait_runs_a_snake_of_ones_own_config(tmp_path):
+    """``softsnake gait --config FILE`` simulates the snake of that file (two links: two curvature columns)."""
+    out = tmp_path / "out"
+    assert main(["gait", "--config", str(_two_link_config(tmp_path)), "--snakes", "1", "--seconds", "0.05",
+                 "--no-usd", "--out", str(out)]) == 0
+    header = (out / "trajectories.csv").read_text().splitlines()[0]
+    assert header.count("curvature_link") == 2
+
+
+@pytest.mark.parametrize("command, library", [("curvature", "simulate_curvature"), ("bench", "run_bench")])
+def test_curvature_and_bench_take_ones_own_config(command, library, tmp_path, monkeypatch, capsys):
+    """``--config FILE`` reaches the library function of the curvature stand and of the bench."""
+    seen = {}
+
+    def capture(*args, config=None, **kwargs):
+        seen["config"] = config
+        raise UsageError("captured")
+
+    monkeypatch.setattr(importlib.import_module(f"softsnake.cli.{command}"), library, capture)
+    assert main([command, "--config", str(_two_link_config(tmp_path)), "--resolution", "coarse",
+                 "--out", str(tmp_path / "out")]) == 2
+    assert seen["config"].link_count == 2 and seen["config"].resolution_name == "coarse"
+
+
+@pytest.mark.parametrize("command", ["gait", "curvature", "bench"])
+@pytest.mark.parametrize("content, message", [
+    (b"\x89PNG\r\n\x1a\n\x00\xff", "not a text file"),
+    (b"link_count = 4\n", "missing key"),
+    (None, "cannot read"),
+])
+def test_bad_config_file_gives_one_line(command, content, message, tmp_path, capsys):
+    path = tmp_path / "snake.toml"
+    if content is not None:
+        path.write_bytes(content)
+    assert main([command, "--config", str(path), "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"--config: {path}: " in err and message in err
+    assert not (tmp_path / "out").exists()

@@ -323,7 +323,7 @@ def test_cli_table(tmp_path, capsys):
 
 def test_cli_errors_are_one_line(tmp_path, capsys):
     no_plan = tmp_path / "room.toml"
-    no_plan.write_text("[[obstacles]]\ntype = \"circle\"\ncenter = [1.0, 0.0]\nradius = 0.1\n")
+    no_plan.write_text("[vine]\n[[obstacles]]\ntype = \"circle\"\ncenter = [1.0, 0.0]\nradius = 0.1\n")
     assert main(["plan", str(no_plan), "--out", str(tmp_path)]) == 2
     err = capsys.readouterr().err
     assert "no [plan] table" in err and err.count("\n") == 1

@@ -7,7 +7,7 @@ import pytest
 from matplotlib.path import Path
 
 from softsnake.errors import ConfigError
-from softsnake.robots.vine.scene import (ObstacleCircle, ObstacleRectangle, ObstacleWall, PlanProblem, VineParams,
+from softsnake.robots.vine.scene import (MAX_VINE_LINKS, ObstacleCircle, ObstacleRectangle, ObstacleWall, PlanProblem, VineParams,
                                          load_scene, obstacle_signed_distance, scene_from_dict, shipped_scene_names)
 
 FULL_SCENE = """
@@ -73,7 +73,7 @@ def test_full_scene_loads_every_key(tmp_path):
 
 
 def test_defaults_are_the_seed_000_cluttered_example():
-    scene = scene_from_dict({})
+    scene = scene_from_dict({"vine": {}})
     assert scene.name == "scene" and scene.obstacles == () and scene.plan is None
     assert scene.vine == VineParams()
     # seed 000 cluttered example (reference/vine/README.md): -52 deg heading, 15 mm tube, 25 links.
@@ -238,3 +238,50 @@ def test_signed_distance_sign_and_union():
     assert np.all(np.isinf(empty_distance)) and np.all(empty_normal == 0.0)
     with pytest.raises(ValueError, match="shape"):
         obstacle_signed_distance(OBSTACLES, np.zeros((3, 3)))
+
+
+def one_line_error(path):
+    with pytest.raises(ConfigError) as info:
+        load_scene(path)
+    message = str(info.value)
+    assert "\n" not in message and message.startswith(f"{path}: ")
+    return message
+
+
+def test_binary_scene_is_one_line(tmp_path):
+    """A non-UTF-8 file used to end in a raw UnicodeDecodeError traceback."""
+    path = tmp_path / "scene.toml"
+    path.write_bytes(b"\x89PNG\r\n\x1a\n\x00\xff\xfe[vine]\n")
+    assert "not a text file (TOML must be UTF-8)" in one_line_error(path)
+
+
+@pytest.mark.parametrize("text, message", [
+    ("", "empty scene: a scene needs at least a [vine] table"),
+    ("# only a comment\n", "empty scene"),
+    ("name = \"room\"\n[[obstacles]]\ntype = \"circle\"\ncenter = [1.0, 0.0]\nradius = 0.1\n", "vine: missing table"),
+])
+def test_empty_scene_or_no_vine_is_refused(tmp_path, text, message):
+    """An empty scene, or one without [vine], used to run the default robot without a word; an empty
+    [vine] table still asks for it explicitly."""
+    assert message in one_line_error(write(tmp_path, text))
+    assert load_scene(write(tmp_path, "[vine]\n")).vine == VineParams()
+
+
+def test_growth_faster_than_the_scene_allows_is_refused(tmp_path):
+    """growth_rate = 10 m/s grew the default vine to 17 m in 0.1 s without an error (not 1.3 m; the issue
+    saw 57 m): the tip advanced 0.11 m per step, 15 tube radii, so the drives could not follow and
+    contacts were skipped."""
+    message = one_line_error(write(tmp_path, "[vine]\ngrowth_rate = 10\n[sim]\nduration = 0.1\n"))
+    assert "vine.growth_rate: 10 m/s would grow the vine from 0.3 m to 1.3 m in sim.duration 0.1 s" in message
+    assert "more than the tube radius 0.0075 m" in message and "at most 0.675 m/s here" in message
+    # The limit is the tube radius per step: just below it loads, and every shipped scene is within it.
+    assert load_scene(write(tmp_path, "[vine]\ngrowth_rate = 0.67\n")).vine.growth_rate == 0.67
+    for name in shipped_scene_names():
+        load_scene(name)
+
+
+def test_vine_of_too_many_links_is_refused_at_once(tmp_path):
+    message = one_line_error(write(tmp_path, "[vine]\nlink_count = 100000\n"))
+    assert "vine.link_count: 100000 links (200000 bodies) would take about 7.6e+03 s per step" in message
+    assert f"the limit is {MAX_VINE_LINKS} links" in message
+    assert load_scene(write(tmp_path, f"[vine]\nlink_count = {MAX_VINE_LINKS}\nlength = 6.0\n")).vine.link_count == 500

@@ -1,0 +1,57 @@
+"""Non-finite inputs of a step: chamber pressures, joint targets, growth rates and external forces.
+
+A NaN or Inf in ``Control`` or in a state's external forces turns the state non-finite within the
+step, which the blow-up check would report as a diverging solve ("reduce dt"). The solver checks
+the inputs on the device in the same once-per-step check (``softsnake.kernels.checks``) and reports
+the input instead: its name, the entry and the world. A finite but huge input (a pressure of 1e30
+Pa) is the caller's to avoid; what it does to the state is caught by the blow-up check.
+"""
+
+import numpy as np
+import warp as wp
+
+from .errors import SimulationError
+from .kernels import checks
+
+INPUTS = (
+    # (where the array is, its name, the model's item kind: <kind>_count and <kind>_world)
+    ("control", "pressure", "pressure_channel"),
+    ("control", "joint_target", "spring"),
+    ("control", "prismatic_rate", "prismatic"),
+    ("state", "particle_f", "particle"),
+    ("state", "body_f", "body"),
+)
+"""Every input of a step that the check covers."""
+
+
+class InputCheck:
+    """The device flags of non-finite step inputs of one solver's model, and their report."""
+
+    def __init__(self, model):
+        self.model = model
+        self.flags = wp.zeros(max(model.world_count, 1) * len(INPUTS), dtype=int, device=model.device)
+        """(world, input): 1 + the largest index of a non-finite entry of that input in that world, or 0."""
+
+    def commands(self, solver, state, control):
+        """The recorded launches that flag this step's non-finite inputs (``solver.record``)."""
+        m = self.model
+        commands = [self.flags.zero_]
+        sources = {"state": state, "control": control}
+        for k, (source, name, kind) in enumerate(INPUTS):
+            count = getattr(m, f"{kind}_count")
+            if count:
+                commands.append(solver.record(checks.flag_nonfinite_inputs, count, [
+                    getattr(sources[source], name), getattr(m, f"{kind}_world"), k, len(INPUTS), self.flags]))
+        return commands
+
+    def raise_if_flagged(self, step):
+        """SimulationError naming the first non-finite input (its entry and world) found in ``step``."""
+        flags = self.flags.numpy().reshape(-1, len(INPUTS))
+        bad = np.argwhere(flags > 0)
+        if len(bad):
+            world, k = (int(v) for v in bad[0])
+            worlds = len(np.unique(bad[:, 0]))
+            raise SimulationError(
+                f"{INPUTS[k][0]}.{INPUTS[k][1]}[{flags[world, k] - 1}] of world {world} is NaN or Inf "
+                f"({worlds} world(s) with non-finite inputs in step {step}); the state of that step is not valid",
+                world=world, step=step)
