@@ -100,17 +100,11 @@ class Solver:
         self.fb_epsilon = 1.0e-9
         """Regularisation of the Fischer-Burmeister corner a = b = 0 [m]."""
         self.contact_regularization = 1.0e-2
-        """Compliance floor of normal and sticking rows relative to their J M^-1 J^T (redundant contacts)."""
-        self.friction_slip_length = 5e-7
-        """Tangential creep [m] per substep at which sticking friction reaches mu lambda_n (load sharing)."""
-        self.slide_compliance_ratio = 1.0e6
-        """Compliance of sliding friction rows relative to their J M^-1 J^T (large: force set by the cone)."""
+        """Proximal compliance of normal rows relative to their J M^-1 J^T (redundant contacts)."""
+        self.friction_regularization = 1.0e-2
+        """Proximal compliance of friction rows relative to their J M^-1 J^T (redundant contacts)."""
         self.min_stiffness_ratio = 1.0e-3
         """Floor of a nonlinear spring's tangent stiffness, relative to its reference stiffness."""
-        self.stick_acceleration = float(np.linalg.norm(model.gravity_numpy)) or STANDARD_GRAVITY
-        """Deceleration [m/s^2] whose friction mu a stops a sliding contact: a contact slipping less than
-        mu a h^2 in a substep sticks again (default: the magnitude of gravity, or standard gravity in
-        gravity-free models, where contacts are pressed by other loads)."""
         self.step_count = 0
         self.profile = bool(profile)
         self.profile_seconds = dict.fromkeys(PROFILE_PHASES, 0.0)
@@ -131,7 +125,9 @@ class Solver:
         self.body_q_pred = zeros(m.body_count, wp.transform)
         self.body_inv_inertia_world = zeros(m.body_count, wp.mat33)
         self.displacement = zeros(dofs)
+        self.offset = zeros(dofs)
         self.u = zeros(dofs)
+        self.u_lambda = zeros(dofs)
         self.J_values = zeros(m.nnz)
         # The solver's J: J itself, or (planar models) its in-plane columns only.
         self.J_solve_values = zeros(m.solve_nnz) if m.solve_compact else self.J_values
@@ -205,16 +201,15 @@ class Solver:
         arrays = (state.particle_q, state.particle_qd, state.particle_f, state.body_q, state.body_qd, state.body_f,
                   control.pressure, control.joint_target, control.prismatic_rate)
         # The public settings that launches take as arguments: changing one between steps re-records.
-        settings = (self.linear_iterations, self.contact_margin, self.stick_acceleration, self.fb_epsilon,
-                    self.contact_regularization, self.friction_slip_length, self.slide_compliance_ratio,
-                    self.min_stiffness_ratio)
+        settings = (self.linear_iterations, self.contact_margin, self.fb_epsilon, self.contact_regularization,
+                    self.friction_regularization, self.min_stiffness_ratio)
         key = (h, settings, *(id(a) for a in arrays))
         if key != self._recording_key:
             m = self.model
             self._recording = {
                 "predict": self._predict_commands(state, h),
                 "warm_start": (self._drop_cold_commands() + self._jacobian_commands(state, control, h)
-                               + self._move_commands(state, self.lam)) if m.row_count else [],
+                               + self._balance_commands(state)) if m.row_count else [],
                 "newton": self._newton_commands(state, control, h) if m.row_count else {},
                 "finish": self._finish_commands(state, 1.0 / h),
                 "check": self._check_commands(state) + self.input_check.commands(self, state, control),
@@ -302,20 +297,19 @@ class Solver:
     def _newton_commands(self, state, control, h):
         """One Newton iteration's launches by phase: assemble, solve, update."""
         m = self.model
-        assemble = [self.record(integration.substep_displacement, self.entity_count, [
-            state.particle_q, self.particle_q_prev, state.body_q, self.body_q_prev, m.particle_count, self.displacement])]
+        assemble = [self.record(integration.substep_displacements, self.entity_count, [
+            state.particle_q, self.particle_q_prev, self.particle_q_pred, state.body_q, self.body_q_prev,
+            self.body_q_pred, m.particle_count], outputs=[self.displacement, self.offset])]
         assemble += self._jacobian_commands(state, control, h)
+        assemble.append(self._inverse_mass_transpose_command(self.lam, self.u_lambda))
         assemble.append(self.record(rows.prepare_rows, m.row_count, [
             m.solve_offsets, m.solve_columns, self.J_solve_values, self.row_c, self.row_compliance, self.row_coupling,
-            m.row_block_start, self.row_damping, self.lam, self.displacement, m.particle_inv_mass, m.body_inv_mass,
-            self.body_inv_inertia_world, 3 * m.particle_count, self.planar],
+            m.row_block_start, self.row_damping, self.lam, self.displacement, self.offset, self.u_lambda,
+            m.particle_inv_mass, m.body_inv_mass, self.body_inv_inertia_world, 3 * m.particle_count, self.planar],
             outputs=[self.rhs, self.compliance_eff, self.coupling_eff, self.inv_diagonal]))
-        commands = []
-        for ctype in self.constraint_types:
-            commands += ctype.update_commands(self)
-        commands += self._move_commands(state, self.dlam)
-        commands.append(self.record(multipliers.accumulate_multipliers, m.row_count, [self.lam, self.dlam]))
-        return {"assemble": assemble, "solve": self._solve_commands(), "update": commands}
+        update = [self.record(multipliers.accumulate_multipliers, m.row_count, [self.lam, self.dlam])]
+        update += self._balance_commands(state)
+        return {"assemble": assemble, "solve": self._solve_commands(), "update": update}
 
     def _jacobian_commands(self, state, control, h):
         """World inverse inertias, every row at the current positions, and the solver's copies of J and J^T."""
@@ -334,12 +328,13 @@ class Solver:
             commands.append(self.record(rows.gather_values, m.solve_nnz, [self.J_values, m.JT_source, self.JT_values]))
         return commands
 
-    def _move_commands(self, state, x):
-        """Move particles and bodies by M^-1 J^T x."""
+    def _balance_commands(self, state):
+        """x = x~ + M^-1 J^T lambda: positions in momentum balance with the multipliers (this J)."""
         m = self.model
-        return [self._inverse_mass_transpose_command(x),
-                self.record(integration.apply_position_update, self.entity_count,
-                             [self.u, m.particle_count, state.particle_q, state.body_q])]
+        return [self._inverse_mass_transpose_command(self.lam, self.u_lambda),
+                self.record(integration.positions_from_prediction, self.entity_count, [
+                    self.u_lambda, m.particle_count, self.particle_q_pred, self.body_q_pred, state.particle_q,
+                    state.body_q])]
 
     def row_outputs(self):
         """The row arrays every constraint kernel writes, in the order its arguments end with:
@@ -347,16 +342,17 @@ class Solver:
         return [self.model.J_offsets, self.J_values, self.row_c, self.row_compliance, self.row_damping]
 
     # ------------------------------------------------------------------ linear solve
-    def _inverse_mass_transpose_command(self, x):
+    def _inverse_mass_transpose_command(self, x, u):
+        """u = M^-1 J^T x."""
         m = self.model
         return self.record(operator.apply_inverse_mass_transpose, self.entity_count, [
-            m.JT_offsets, m.JT_offsets[1:], m.JT_columns, self.JT_values, x, m.particle_inv_mass, m.body_inv_mass, self.body_inv_inertia_world,
-            m.particle_count, self.planar], outputs=[self.u])
+            m.JT_offsets, m.JT_offsets[1:], m.JT_columns, self.JT_values, x, m.particle_inv_mass, m.body_inv_mass,
+            self.body_inv_inertia_world, m.particle_count, self.planar], outputs=[u])
 
     def _multiply_commands(self, x, y):
         """y = [J M^-1 J^T + E] x."""
         m = self.model
-        return [self._inverse_mass_transpose_command(x),
+        return [self._inverse_mass_transpose_command(x, self.u),
                 self.record(operator.multiply_rows, m.row_count, [
                     m.solve_offsets, m.solve_columns, self.J_solve_values, self.u, x, self.compliance_eff, self.coupling_eff,
                     m.row_block_start], outputs=[y])]
