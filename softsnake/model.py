@@ -31,11 +31,18 @@ class State:
         """Body velocities (linear [m/s], angular [rad/s]), world frame, spatial_vector, shape (body_count,)."""
         self.body_f: wp.array = wp.zeros_like(model.body_qd)
         """External body wrenches (force [N], torque [N m]), world frame, spatial_vector, shape (body_count,)."""
+        self.multipliers: wp.array = wp.zeros(max(model.row_count, 1), dtype=float, device=model.device)
+        """Constraint multipliers of the last substep [N s^2] (a row's force is lambda / h^2), float,
+        shape (row_count,): the solver's warm start, carried with the state so that a state restarts
+        the same way whichever solver steps it (``Solver.reset`` clears chosen worlds)."""
+        self.multiplier_step: float = 0.0
+        """Substep length [s] the multipliers belong to; 0 when there are none (the next substep starts cold)."""
 
     def assign(self, other):
-        """Copy positions and velocities (not forces) from another state of the same model."""
-        for name in ("particle_q", "particle_qd", "body_q", "body_qd"):
+        """Copy positions, velocities and carried multipliers (not forces) from another state of the same model."""
+        for name in ("particle_q", "particle_qd", "body_q", "body_qd", "multipliers"):
             wp.copy(getattr(self, name), getattr(other, name))
+        self.multiplier_step = other.multiplier_step
 
 
 class Control:

@@ -107,6 +107,12 @@ class ConstraintType(ItemKind):
     fields = ()
     built = True
     """Whether a builder holds the items (False: ``columns`` makes them at finalize, as contact slots)."""
+    carries_multipliers = False
+    """Whether the warm start carries this type's multipliers into the next substep. Contacts do: their
+    forces persist from substep to substep (a resting body's weight, a sticking contact's friction),
+    and rebuilding them from zero every substep lets sticking contacts creep. Elastic and bilateral
+    rows start from zero: a stiff row's force can change sign between substeps (omega h > 1), and
+    carrying it then starts the iteration on the wrong side of its solution."""
     planar_axis = None
     """For joints (fields body_a, axis_a): in a planar model the axis must be the plane "normal", or lie
     "in_plane"; None for types without an axis."""

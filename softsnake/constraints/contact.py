@@ -184,7 +184,8 @@ def zero_contact_jacobian(J_values: wp.array(dtype=float), nz: int, entity: int,
 
 @wp.func
 def friction_rows(u: wp.vec2, lam_f: wp.vec2, limit: float, r: float, fb_epsilon: float, planar: int):
-    """(compliance W, right-hand side R) of a contact's friction rows: du + W dlambda_f = R (module docstring).
+    """(compliance W, right-hand side R, d phi / d a) of a contact's friction rows: du + W dlambda_f = R
+    (module docstring); R d phi/d a is the rows' own residual (phi along e).
 
     u: slip since the substep's start in the tangent basis [m]; lam_f: friction multipliers; limit:
     mu lambda_n; r: the rows' J M^-1 J^T. Planar contacts use the first component only.
@@ -206,7 +207,7 @@ def friction_rows(u: wp.vec2, lam_f: wp.vec2, limit: float, r: float, fb_epsilon
     phi_a = wp.max(1.0 - a / root, 1.0e-3)
     W = r * (1.0 - b / root) / phi_a
     R = e * (phi / phi_a) - e_perp * wp.dot(e_perp, u + lam_f * W)
-    return wp.vec3(W, R[0], R[1])
+    return wp.vec4(W, R[0], R[1], phi_a)
 
 
 @wp.kernel
@@ -236,6 +237,7 @@ def eval_contact_rows(
     row_c: wp.array(dtype=float),
     row_compliance: wp.array(dtype=float),
     row_damping: wp.array(dtype=float),
+    row_residual_scale: wp.array(dtype=float),
 ):
     s = nonnegative(wp.tid())
     e = nonnegative(contact_slot_entity[s])
@@ -243,6 +245,8 @@ def eval_contact_rows(
     friction_count = FRICTION_ROWS
     if planar != 0:
         friction_count = 1
+    for k in range(1 + friction_count):
+        row_residual_scale[row + k] = 1.0
     if contact_active[s] == 0:
         for k in range(1 + friction_count):
             zero_contact_jacobian(J_values, nonnegative(J_offsets[row + k]), e, particle_count)
@@ -274,6 +278,7 @@ def eval_contact_rows(
     row_c[row] = phi / phi_a - alpha * lam_n
     row_compliance[row] = alpha
     row_damping[row] = 0.0
+    row_residual_scale[row] = phi_a
 
     # Friction rows (module docstring): one compliance W for both, the right-hand side R.
     mu = contact_slot_mu[s]
@@ -299,6 +304,7 @@ def eval_contact_rows(
         row_c[row + 1 + k] = -rows[1 + k] - W * lam_f[k]
         row_compliance[row + 1 + k] = W
         row_damping[row + 1 + k] = 0.0
+        row_residual_scale[row + 1 + k] = rows[3]
 
 
 class ContactSlot(ConstraintType):
@@ -308,6 +314,7 @@ class ContactSlot(ConstraintType):
     name = "contact_slot"
     label = "contact slot"
     built = False
+    carries_multipliers = True
     fields = (
         Field("entity", int, "", "the colliding particle i, or body b as particle_count + b"),
         Field("kind", int, "", "PointKind of the collision point"),
@@ -359,8 +366,8 @@ class ContactSlot(ConstraintType):
             state.particle_q, state.body_q, m.particle_inv_mass, m.body_inv_mass, solver.body_inv_inertia_world,
             m.particle_count, m.contact_slot_entity, m.contact_slot_radius, m.contact_slot_mu, m.contact_slot_row,
             solver.contact_active, solver.contact_anchor, solver.contact_normal, solver.contact_surface,
-            solver.contact_start, solver.lam, solver.fb_epsilon, solver.contact_regularization,
-            solver.friction_regularization, solver.planar, *solver.row_outputs()])
+            solver.contact_start, state.multipliers, solver.fb_epsilon, solver.contact_regularization,
+            solver.friction_regularization, solver.planar, *solver.row_outputs(), solver.row_residual_scale])
 
 
 CONTACT_SLOT = ContactSlot()

@@ -8,15 +8,18 @@ turns those into the linear system of one Newton step of the implicit-Euler equa
     g = M (x - x~) - J^T lambda = 0                      (momentum; x~ the prediction)
     h = c(x) + gamma J (x - x_n) + alpha lambda = 0       (compliant rows with Rayleigh-type damping)
 
-with the system matrix approximated by M (geometric stiffness dropped). Eliminating
-dx = M^-1 (J^T dlambda - g) from (1 + gamma) J dx + alpha dlambda = -h gives
+with the system matrix approximated by M (geometric stiffness dropped) and the momentum residual
+g taken as zero (seed 001's scheme, as in XPBD): every iteration moves the positions by
+dx = M^-1 J^T dlambda, which keeps g = 0 up to the change of J between iterations. Eliminating dx
+from (1 + gamma) J dx + alpha dlambda = -h gives
 
-    [J M^-1 J^T + alpha / (1 + gamma)] dlambda = -h / (1 + gamma) + J M^-1 g,
+    [J M^-1 J^T + alpha / (1 + gamma)] dlambda = -(c + gamma J (x - x_n) + alpha lambda) / (1 + gamma).
 
-with J M^-1 g = J (x - x~ - M^-1 J^T lambda), and the new positions x = x~ + M^-1 J^T (lambda + dlambda):
-momentum balances with the multipliers after every iteration, so the iteration's fixed point is the
-implicit-Euler step itself, whatever the path to it. This module writes the right-hand side, the
-effective compliance and the Jacobi diagonal of that matrix.
+(Carrying g in the right-hand side, J M^-1 g, makes the iteration a full Newton method on both
+equations, but with the geometric stiffness dropped from the matrix it oscillates on stiff, highly
+stressed elements: a stretched stiff bar at 0.1 s steps went unstable; see experiments/results/
+convergence.md.) This module writes the right-hand side, the effective compliance and the Jacobi
+diagonal of the matrix.
 """
 
 import warp as wp
@@ -37,8 +40,6 @@ def prepare_rows(
     row_damping: wp.array(dtype=float),
     lam: wp.array(dtype=float),
     displacement: wp.array(dtype=float),
-    offset: wp.array(dtype=float),
-    u_lambda: wp.array(dtype=float),
     particle_inv_mass: wp.array(dtype=float),
     body_inv_mass: wp.array(dtype=float),
     body_inv_inertia_world: wp.array(dtype=wp.mat33),
@@ -60,22 +61,19 @@ def prepare_rows(
     start = nonnegative(J_offsets[i])
     end = J_offsets[i + 1]
 
-    # Damping term gamma J (x - x_n) and momentum term J M^-1 g = J (x - x~ - M^-1 J^T lambda).
     damping_term = float(0.0)
-    momentum_term = float(0.0)
-    k = start
-    while k < end:
-        col = nonnegative(J_columns[k])
-        damping_term += J_values[k] * displacement[col]
-        momentum_term += J_values[k] * (offset[col] - u_lambda[col])
-        k += 1
-    damping_term *= gamma
+    if gamma > 0.0:
+        k = start
+        while k < end:
+            damping_term += J_values[k] * displacement[nonnegative(J_columns[k])]
+            k += 1
+        damping_term *= gamma
 
     s = 1.0 / (1.0 + gamma)
     alpha = row_compliance[i]
     off = row_coupling[i]
     block = nonnegative(row_block_start[i])
-    rhs[i] = momentum_term - (row_c[i] + damping_term + block_coupled(lam, i, block, alpha, off)) * s
+    rhs[i] = -(row_c[i] + damping_term + block_coupled(lam, i, block, alpha, off)) * s
     compliance_eff[i] = alpha * s
     coupling_eff[i] = off * s
 
