@@ -101,7 +101,6 @@ def finalize_model(builder, device):
     m.obstacle_count, m.shape_count = builder.obstacle_count, builder.shape_count
     m.pressure_channel_count = builder.pressure_channel_count
     m.gravity = wp.vec3(*builder.gravity)
-    m.gravity_numpy = np.asarray(builder.gravity, dtype=np.float64)
     m.planar_axis = 2 if builder.planar else -1
     m.nnz = len(layout.J_columns)
     m.solve_nnz = len(solve_columns)

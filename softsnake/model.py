@@ -90,9 +90,8 @@ class Model:
         self.row_count: int = 0
         """Number of scalar constraint rows, all worlds."""
         self.gravity: wp.vec3 = None
-        """Gravitational acceleration [m/s^2]."""
-        self.gravity_numpy: np.ndarray = None
-        """Gravitational acceleration [m/s^2], float64 (3,), on the host."""
+        """Gravitational acceleration [m/s^2], the same in every world. Assign a new ``wp.vec3`` between
+        steps to change it (a tilting floor is gravity turning in the floor's frame)."""
         self.planar_axis: int = -1
         """2 for a planar model (motion in z = const), -1 otherwise."""
 

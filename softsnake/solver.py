@@ -10,8 +10,8 @@ graph; the blow-up check runs once per step, after it.
 
 The launches of a substep are recorded once (``wp.launch(record_cmd=True)``) and replayed every
 substep: a launch from Python costs tens of microseconds on the CPU, a replay a few. They are
-recorded again when the substep length, the arrays of the state or control passed to ``step``, or
-one of the solver's settings change.
+recorded again when the substep length, the arrays of the state or control passed to ``step``, the
+model's gravity or one of the solver's settings change.
 
 Every setting, with its unit and the reason for its value, is ``softsnake.SolverSettings``.
 """
@@ -190,7 +190,7 @@ class Solver:
         """The recorded launches of a substep of length h [s] on these state and control arrays."""
         arrays = (state.particle_q, state.particle_qd, state.particle_f, state.body_q, state.body_qd, state.body_f,
                   state.multipliers, control.pressure, control.joint_target, control.prismatic_rate)
-        key = (h, self.settings, *(id(a) for a in arrays))
+        key = (h, self.settings, tuple(self.model.gravity), *(id(a) for a in arrays))
         if key != self._recording_key:
             has_rows = self.model.row_count > 0
             self._recording = {

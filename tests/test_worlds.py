@@ -81,7 +81,7 @@ def test_nonfinite_state_raises_naming_world_and_step():
     velocities = state.particle_qd.numpy()
     velocities[2, 0] = np.nan
     state.particle_qd.assign(velocities)
-    with pytest.raises(softsnake.SimulationError, match=r"world 2 blew up \(non-finite state\) after step 2") as info:
+    with pytest.raises(softsnake.SimulationError, match=r"world 2 blew up \(a non-finite state\) after step 2") as info:
         solver.step(state, state, control, 0.01)
     assert info.value.world == 2 and info.value.step == 2
     # Switched off, the same step runs without the check.

@@ -69,18 +69,12 @@ MODULE_COLOR = (0.2, 0.2, 0.25)
 WHEEL_COLOR = (0.05, 0.05, 0.05)
 
 
-def snake_solver(model, *, substeps=2, newton_iterations=4, linear_iterations=20, profile=False):
-    """The Solver every snake run uses (gait, bench): the paper's 2 substeps, 4 Newton and 20 linear
-    iterations by default, cold-started, with the finite check on; ``profile`` times its phases
-    (``Solver.profile_seconds``, for the bench).
-
-    No warm start: carrying the multipliers across substeps made gait runs diverge when the chamber
-    commands change sign (one coarse link with latency off: NaN at 3.5 s warm, finite cold; the paper
-    mesh with latency: NaN at 0.43 s warm, finite cold), and the paper-mesh link of the bench blew
-    up within 11 frames.
-    """
-    return Solver(model, substeps=substeps, newton_iterations=newton_iterations,
-                  linear_iterations=linear_iterations, warm_start=False, check_finite=True, profile=profile)
+def snake_solver(model, *, profile=False, **overrides):
+    """The Solver every snake run uses (gait, bench): the engine's policy (``SolverSettings()``: warm
+    started, the budget converged by tolerance) with ``overrides`` (any ``SolverSettings`` field, e.g.
+    ``newton_iterations=4, linear_iterations=20`` for the paper's fixed budget); ``profile`` times its
+    phases (``Solver.profile_seconds``, for the bench)."""
+    return Solver(model, profile=profile, **overrides)
 
 
 def estimate_run(snake_count, seconds, *, resolution="coarse", dt=DT_DEFAULT, link_count=4, device="cpu"):
@@ -121,12 +115,13 @@ class SnakeSimulation:
     seconds: simulated time [s]
     config: a ``SnakeConfig``; None loads the shipped ``snake.toml``
     spacing: distance between neighbouring snakes along y [m]
-    substeps, newton_iterations, linear_iterations: solver settings (the paper: 2, 4, 20)
+    substeps, newton_iterations, linear_iterations: solver budget; None: the engine's (``SolverSettings``;
+        the paper ran 2, 4, 20)
     """
 
     def __init__(self, snake_count, *, resolution="coarse", device="cpu", gait=None, latency=True,
                  supply_pressure=SUPPLY_PRESSURE_DEFAULT, dt=DT_DEFAULT, seconds=5.0, config=None,
-                 spacing=SPACING_DEFAULT, substeps=2, newton_iterations=4, linear_iterations=20):
+                 spacing=SPACING_DEFAULT, substeps=None, newton_iterations=None, linear_iterations=None):
         positive_integer("snake_count", snake_count)
         for name, value in (("dt", dt), ("seconds", seconds), ("spacing", spacing)):
             positive_number(name, value)
@@ -151,8 +146,8 @@ class SnakeSimulation:
         scene.add_ground(mu=self.config.friction)
         scene.replicate(world, self.snake_count, spacing=(0.0, self.spacing, 0.0))
         self.model = scene.finalize(device)
-        self.solver = snake_solver(self.model, substeps=substeps, newton_iterations=newton_iterations,
-                                   linear_iterations=linear_iterations)
+        budget = {"substeps": substeps, "newton_iterations": newton_iterations, "linear_iterations": linear_iterations}
+        self.solver = snake_solver(self.model, **{k: v for k, v in budget.items() if v is not None})
         self.state = self.model.state()
         self.trajectories = None
         """What the last ``run`` recorded (``SnakeTrajectories``), up to its last good frame if it blew up."""
