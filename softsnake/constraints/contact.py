@@ -2,7 +2,8 @@
 
 Every collision point (a particle, or a point fixed on a body shape: sphere centre, capsule
 end, box corner, or the lowest rim point of a cylinder cap) has one fixed slot per static
-obstacle of its world, so the Jacobian's sparsity never changes; a slot is active when its
+obstacle its world sees (its own, and its copy of each shared one, in the world's frame:
+``shapes.world_obstacles``), so the Jacobian's sparsity never changes; a slot is active when its
 point comes within a margin of the obstacle at the predicted positions.
 
 Normal row (Fischer-Burmeister): a = gap, b = r lambda_n with r = J M^-1 J^T of the row (so a
@@ -63,7 +64,7 @@ from softsnake.kernels.entities import (
 )
 
 from .base import ConstraintType, Field
-from .shapes import PointKind, collision_points, obstacle_distance
+from .shapes import PointKind, collision_points, obstacle_distance, world_obstacles
 
 FRICTION_ROWS = wp.constant(2)
 """Friction rows of a contact (planar models: 1)."""
@@ -308,8 +309,8 @@ def eval_contact_rows(
 
 
 class ContactSlot(ConstraintType):
-    """One slot per (collision point, obstacle of its world or shared by all worlds): a normal row and
-    the friction rows, active while the point is within the margin of the obstacle."""
+    """One slot per (collision point, obstacle its world sees: its own or its copy of a shared one): a
+    normal row and the friction rows, active while the point is within the margin of the obstacle."""
 
     name = "contact_slot"
     label = "contact slot"
@@ -323,19 +324,24 @@ class ContactSlot(ConstraintType):
         Field("rim_radius", float, "m", "cylinder radius of a rim point, 0 otherwise"),
         Field("radius", float, "m", "contact radius of the point (sphere, capsule, particle radius)"),
         Field("mu", float, "", "friction coefficient: the smaller of the shape's and the obstacle's"),
-        Field("obstacle", int, "", "the obstacle"),
+        Field("obstacle", int, "", "the obstacle: an entry of the model's obstacle table, in the slot's world"),
     )
 
     def columns(self, builder):
-        """Every collision point against every obstacle of its world or of all worlds."""
+        """Every collision point against every obstacle its world sees: the world's own and its copy of
+        each shared one, entries of the model's obstacle table (``world_obstacles``)."""
         columns = {name: [] for name in (*(f.name for f in self.fields), "world")}
+        table = world_obstacles(builder)
+        entries = {}
         for entity, kind, local, axis, rim_radius, radius, mu, world in collision_points(builder):
-            for o in range(builder.obstacle_count):
-                if builder.obstacle_world[o] in (-1, world):
-                    for name, value in (("entity", entity), ("kind", int(kind)), ("local", local), ("axis", axis),
-                                        ("rim_radius", rim_radius), ("radius", radius),
-                                        ("mu", min(mu, builder.obstacle_mu[o])), ("obstacle", o), ("world", world)):
-                        columns[name].append(value)
+            if world not in entries:
+                entries[world] = table.of_world(world)
+            for o in entries[world]:
+                for name, value in (("entity", entity), ("kind", int(kind)), ("local", local), ("axis", axis),
+                                    ("rim_radius", rim_radius), ("radius", radius),
+                                    ("mu", min(mu, builder.obstacle_mu[table.source[o]])), ("obstacle", int(o)),
+                                    ("world", world)):
+                    columns[name].append(value)
         return columns
 
     def rows_per_item(self, planar):

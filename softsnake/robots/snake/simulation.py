@@ -16,7 +16,9 @@ Every frame (time step dt) the runner
 An interrupted run (Ctrl-C) or one that blew up keeps what it recorded up to its last good frame
 in ``SnakeSimulation.trajectories``.
 
-Snakes stand side by side along y, ``spacing`` apart, all heading +x; worlds never interact.
+Snakes stand side by side along y, ``spacing`` apart, all heading +x; worlds never interact. The
+engine simulates every snake in its own frame (the same trajectory wherever it stands); the
+recorded observations, USD and animations are in scene coordinates.
 """
 
 import contextlib
@@ -164,8 +166,10 @@ class SnakeSimulation:
 
     # ------------------------------------------------------------------ per-frame observations
     def _positions(self):
-        particles = self.state.particle_q.numpy().reshape(self.snake_count, self._particles_per_snake, 3)
-        bodies = self.state.body_q.numpy().reshape(self.snake_count, self._bodies_per_snake, 7)
+        """(particles (snakes, particles, 3) [m], body poses (snakes, bodies, 7)) in scene coordinates:
+        every snake at its place in the row, as observations, USD and animations show them."""
+        particles = self.model.scene_particle_q(self.state).reshape(self.snake_count, self._particles_per_snake, 3)
+        bodies = self.model.scene_body_q(self.state).reshape(self.snake_count, self._bodies_per_snake, 7)
         return particles, bodies
 
     def _observe(self, particles, bodies):

@@ -245,7 +245,7 @@ class VineBatch:
 
     def poses(self):
         """Body centre x, y [m] and angle in (-pi, pi] [rad] of every vine, (V, B, 3)."""
-        body_q = self.state.body_q.numpy().reshape(self.vine_count, self.body_count, 7).astype(np.float64)
+        body_q = self.model.scene_body_q(self.state).reshape(self.vine_count, self.body_count, 7)
         angle = np.angle(np.exp(2j * np.arctan2(body_q[..., 5], body_q[..., 6])))
         return np.concatenate([body_q[..., :2], angle[..., None]], axis=-1)
 
