@@ -2,8 +2,8 @@
 
 One ``step(state_in, state_out, control, dt)`` advances every world by dt [s] in ``substeps``
 substeps. Each substep predicts positions, detects contacts, starts from the multipliers of the
-last substep (warm start, carried in ``State.multipliers``), runs Newton iterations with a line
-search per world (``softsnake.newton``), each solving its linear system by Jacobi-preconditioned
+last substep (warm start: the contact rows', carried in ``State.multipliers``), runs Newton
+iterations until each world converges (``softsnake.newton``), each solving its linear system by Jacobi-preconditioned
 conjugate residual (``softsnake.linear_solve``), and sets the velocities from the positions.
 Nothing inside a step reads back to the host, so on a GPU a whole step can be captured in a CUDA
 graph; the blow-up check runs once per step, after it.

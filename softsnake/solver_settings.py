@@ -79,9 +79,10 @@ class SolverSettings:
         max_angular_speed: angular speed [rad/s] of a body above which its world counts as blown up
             (a wheel of 1 cm at 1000 m/s turns at 1e5 rad/s).
         energy_growth_limit: a world whose kinetic energy grew by more than this factor [-] in one
-            step, from more than ``energy_floor`` and with no external force acting, counts as blown
-            up: a diverging solve grows a world's energy by orders of magnitude per step, actuation
-            and gravity by far less.
+            step, from more than ``energy_floor``, counts as blown up: a diverging solve grows a
+            world's energy by orders of magnitude per step, actuation and gravity by far less (free
+            fall from rest: 4 times from the first step to the second, less after). An external force
+            that really does multiply a moving world's energy by 100 in one step needs this raised.
         energy_floor: kinetic energy [J] below which growth is not judged (a world starting from rest).
     """
 

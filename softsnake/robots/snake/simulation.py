@@ -71,6 +71,13 @@ MODULE_COLOR = (0.2, 0.2, 0.25)
 WHEEL_COLOR = (0.05, 0.05, 0.05)
 
 
+PAPER_BUDGET = {"substeps": 2, "newton_iterations": 4, "linear_iterations": 20, "newton_tolerance": 0.0,
+                "linear_tolerance": 0.0}
+"""Seed 001's fixed solver budget: 2 substeps x 4 Newton x 20 conjugate residual iterations, every
+iteration run (no tolerances). The bench times it, to compare with the paper's Table II; results run
+the engine's converged default (experiments/results/convergence.md)."""
+
+
 def snake_solver(model, *, profile=False, **overrides):
     """The Solver every snake run uses (gait, bench): the engine's policy (``SolverSettings()``: warm
     started, the budget converged by tolerance) with ``overrides`` (any ``SolverSettings`` field, e.g.

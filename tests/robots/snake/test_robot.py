@@ -236,9 +236,9 @@ def test_bench_case_splits_frame_into_assembly_and_solve(coarse):
 
 
 def test_bench_times_a_paper_link_that_stays_finite():
-    """The bench steps its cases as the gait runs do (cold start, finite check on): 12 frames of the
-    paper-mesh link under the gait pressures run through. Warm-started, as the bench once was, its
-    particles passed 3 m/s by frame 7 and 800 m/s by frame 11, inside the timed frames."""
+    """The bench steps its cases as the gait runs do (the engine's policy, finite check on): 12 frames of
+    the paper-mesh link under the gait pressures run through. Warm-started with the old solver (which
+    carried every row's multipliers), its particles passed 3 m/s by frame 7 and 800 m/s by frame 11."""
     paper = load_snake_config(resolution="paper")
     result = time_case(LINK_CASE, config=paper, resolution="paper", device="cpu", frames=10, warmup=2)
     assert result["worlds"] == 1 and result["total"] > 0.0
@@ -246,10 +246,10 @@ def test_bench_times_a_paper_link_that_stays_finite():
 
 
 def test_warm_start_survives_chamber_switches(coarse):
-    """A warm-started solver starts cold in a world whose chambers switched since the last step: a one-link
-    snake with latency off (8 psi sinusoid, 2 Hz), whose warm-started run blew up at 3.33 s right after a
-    chamber switch, runs 3.5 s (7 switches) with its link bending at most 20 1/m (it reaches about 11.9 with
-    the coarse link calibrated to the paper mesh's curvature per psi, 3.8 before; a blow-up gives NaN)."""
+    """Warm started at the paper's fixed budget (4 x 20), a one-link snake with latency off (8 psi sinusoid,
+    2 Hz) runs 3.5 s (7 chamber switches) with its link bending at most 20 1/m (it reaches about 11.9; a
+    blow-up gives NaN). With the old solver, which carried the elastic rows' multipliers too, this run
+    blew up at 3.33 s right after a chamber switch; now only contact rows carry theirs."""
     config = dataclasses.replace(coarse, link_count=1)
     sim = SnakeSimulation(1, resolution="coarse", config=config, latency=False, seconds=3.5)
     sim.solver = softsnake.Solver(sim.model, substeps=2, newton_iterations=4, linear_iterations=20, warm_start=True)
