@@ -281,5 +281,5 @@ class Solver:
             raise SimulationError(
                 f"world {w} blew up ({what}) after step {self.step_count} "
                 f"({len(bad)} world(s) affected); reduce dt or check the model's parameters",
-                world=w, step=self.step_count)
+                world=w, step=self.step_count, reason=what)
 

@@ -291,8 +291,9 @@ class SnakeSimulation:
                         self.solver.step(self.state, self.state, self.control, self.dt)
                     except SimulationError as exc:
                         raise SimulationError(
-                            f"snake {exc.world} blew up (NaN, Inf or a runaway speed) at t = {time[frame]:.4f} s; "
-                            "reduce dt or check the snake's parameters", world=exc.world, step=frame) from None
+                            f"snake {exc.world} blew up ({exc.reason or 'a non-finite input'}) at t = {time[frame]:.4f} s; "
+                            "reduce dt or check the snake's parameters", world=exc.world, step=frame,
+                            reason=exc.reason) from None
                     particles, body_q = self._positions()
                     com[frame], curvature[frame], heading = self._observe(particles, body_q)
                     # Continuous heading: add the wrapped change since the last frame.
