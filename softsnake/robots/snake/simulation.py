@@ -51,10 +51,11 @@ HEADING = 0.0
 USD_FPS_DEFAULT = 60.0
 """Frames per second written to USD [1/s]."""
 
-CPU_SECONDS_PER_SNAKE_FRAME = {"paper": 0.125, "coarse": 0.05}
-"""Wall time of one frame of one snake on one CPU core [s], by resolution, for run estimates:
-paper from Table II (0.121 s, experiments/results/snake.md), coarse measured with softsnake gait
-(3 snakes, 2-core machine shared with other jobs). A run of S snakes takes about S times as long."""
+CPU_SECONDS_PER_SNAKE_FRAME = {"paper": 0.16, "coarse": 0.075}
+"""Wall time of one frame of one snake on one CPU core [s] at the snake's budget (``SNAKE_BUDGET``), by
+resolution, for run estimates: coarse measured (0.073 s, one snake, 3 s of the gait, 2-core machine
+shared with other jobs), paper scaled from Table II's 0.121 s at the paper's budget by the 8 x 20 /
+4 x 20 cost ratio of the convergence study (1.25). A run of S snakes takes about S times as long."""
 
 MODEL_BYTES_PER_SNAKE = {"paper": 11.5e6, "coarse": 3.0e6}
 """Bytes of the Warp arrays of one snake (model, state, control and solver) [B]: paper from
@@ -78,12 +79,19 @@ iteration run (no tolerances). The bench times it, to compare with the paper's T
 the engine's converged default (experiments/results/convergence.md)."""
 
 
+SNAKE_BUDGET = {"newton_iterations": 8, "linear_iterations": 20}
+"""The snake's solver budget: the cheapest of the convergence study within 5 % of the converged travel
+(experiments/results/convergence.md; coarse snake, 3 s of the gait, warm started: 8 x 20 travels
+0.0767 m, 4.0 % beyond 8 x 200's 0.0738 m, at a quarter of the engine default's cost; the paper's
+4 x 20 goes 18 % too far). Everything else is the engine's policy (``SolverSettings``)."""
+
+
 def snake_solver(model, *, profile=False, **overrides):
     """The Solver every snake run uses (gait, bench): the engine's policy (``SolverSettings()``: warm
-    started, the budget converged by tolerance) with ``overrides`` (any ``SolverSettings`` field, e.g.
-    ``newton_iterations=4, linear_iterations=20`` for the paper's fixed budget); ``profile`` times its
-    phases (``Solver.profile_seconds``, for the bench)."""
-    return Solver(model, profile=profile, **overrides)
+    started, tolerances) with the snake's budget (``SNAKE_BUDGET``) and ``overrides`` over both (any
+    ``SolverSettings`` field, e.g. ``PAPER_BUDGET``); ``profile`` times its phases
+    (``Solver.profile_seconds``, for the bench)."""
+    return Solver(model, profile=profile, **{**SNAKE_BUDGET, **overrides})
 
 
 def estimate_run(snake_count, seconds, *, resolution="coarse", dt=DT_DEFAULT, link_count=4, device="cpu"):
@@ -124,8 +132,8 @@ class SnakeSimulation:
     seconds: simulated time [s]
     config: a ``SnakeConfig``; None loads the shipped ``snake.toml``
     spacing: distance between neighbouring snakes along y [m]
-    substeps, newton_iterations, linear_iterations: solver budget; None: the engine's (``SolverSettings``;
-        the paper ran 2, 4, 20)
+    substeps, newton_iterations, linear_iterations: solver budget; None: the snake's (``SNAKE_BUDGET``
+        over ``SolverSettings``; the paper ran 2, 4, 20)
     """
 
     def __init__(self, snake_count, *, resolution="coarse", device="cpu", gait=None, latency=True,
