@@ -11,6 +11,10 @@ the grid {2, 4, 8} x {10, 20, 40, 80, 160} and "default", the budget of ``Solver
   (``Solver.residual_norms``: momentum, compliant rows, contact normal rows, friction rows, in
   sqrt(kg) m) of the last step. The snake's solver is ``snake_solver``: 2 substeps, cold-started
   (warm_start=False, the robot's own choice, kept here), only the two iteration counts changed.
+- block: a stiff soft block (10 cm cube, 2x2x2 cells, Y = 1 MPa, nu = 0.3, 1000 kg/m^3, damping
+  0.01 s; omega h ~ 10) dropped onto ground with mu = 0.5, 60 steps of 1/60 s with 1 substep, the
+  blow-up check off: the largest particle speed in the first and the last 30 steps (a block at rest
+  moves by mm/s; m/s means it went unstable) and the median residual norms over the steps.
 - vine: the cluttered reference scenes 1 and 2 (seed 000's rollouts, shared/reference/vine) with
   the vine's own settings (``solver_settings``: 1 substep, warm start) and the budget's iteration
   counts: median and largest tip error against the reference [tube diameters], whether the vine
@@ -18,11 +22,12 @@ the grid {2, 4, 8} x {10, 20, 40, 80, 160} and "default", the budget of ``Solver
 
 Budgets run cheapest first; after each one the CSV and a Markdown table are rewritten, so an
 interrupted run keeps what it finished. Files (into --out, default experiments/results):
-convergence_<tag>_snake.csv/.md and convergence_<tag>_vine.csv/.md, tag default
-"<resolution>_<seconds>s".
+convergence_<tag>_snake.csv/.md, convergence_<tag>_vine.csv/.md and convergence_block.csv/.md,
+tag default "<resolution>_<seconds>s".
 
 Usage: python experiments/convergence.py [--seconds 10] [--resolution paper|coarse]
-           [--budgets 2x10,4x20,default] [--skip-snake] [--skip-vine] [--tag NAME] [--out DIR]
+           [--budgets 2x10,4x20,default] [--skip-block] [--skip-snake] [--skip-vine] [--tag NAME]
+           [--out DIR]
 """
 
 import math
@@ -113,6 +118,28 @@ def vine_run(number, newton, linear):
             **{f"c{number}_{key}": value for key, value in residual_columns(norms).items()}}
 
 
+def block_run(newton, linear, steps=60, dt=1.0 / 60.0):
+    import softsnake
+    from softsnake.meshing import box_tet_mesh
+
+    verts, tets = box_tet_mesh(size=(0.1, 0.1, 0.1), cells=(2, 2, 2))
+    builder = softsnake.ModelBuilder()
+    builder.add_ground(mu=0.5)
+    builder.add_soft_mesh(verts, tets, 1000.0, 1.0e6, 0.3, position=(0.0, 0.0, 0.05), damping=0.01)
+    model = builder.finalize("cpu")
+    solver = softsnake.Solver(model, substeps=1, newton_iterations=newton, linear_iterations=linear,
+                              check_finite=False)
+    state, control = model.state(), model.control()
+    speeds, norms = [], []
+    for _ in range(steps):
+        solver.step(state, state, control, dt)
+        speeds.append(float(np.abs(state.particle_qd.numpy()).max()))
+        norms.append(solver.residual_norms(state, control, dt).as_dict())
+    half = steps // 2
+    return {"max_speed_first_half_m_s": max(speeds[:half]), "max_speed_last_half_m_s": max(speeds[half:]),
+            **{f"median_res_{kind}": float(np.median([n[kind][0] for n in norms])) for kind in (*KINDS, "rows")}}
+
+
 def fmt(value):
     if isinstance(value, float):
         return "nan" if math.isnan(value) else f"{value:.4g}"
@@ -144,6 +171,7 @@ def main(argv=None):
     parser.add_argument("--seconds", type=float, default=10.0, help="simulated time of each snake run [s]")
     parser.add_argument("--resolution", default="paper", choices=("paper", "coarse"), help="snake mesh")
     parser.add_argument("--budgets", default=DEFAULT_BUDGETS, help="NEWTONxLINEAR,... and/or default")
+    parser.add_argument("--skip-block", action="store_true")
     parser.add_argument("--skip-snake", action="store_true")
     parser.add_argument("--skip-vine", action="store_true")
     parser.add_argument("--tag", default=None, help="file name tag (default <resolution>_<seconds>s)")
@@ -158,6 +186,16 @@ def main(argv=None):
               f"Budgets run: {', '.join(label for label, _, _ in budgets)} (cheapest first).",
               ("Residual norms (res_*): Solver.residual_norms at the end of the run, world 0, sqrt(kg) m "
               "(softsnake/residuals.py).")]
+
+    if not options.skip_block:
+        rows = []
+        for label, newton, linear in budgets:
+            rows.append({"budget": label, "newton": newton, "linear": linear, **block_run(newton, linear)})
+            print("block " + ", ".join(f"{k} {fmt(v)}" for k, v in rows[-1].items()), flush=True)
+            write_outputs(out, "convergence_block", rows, [
+                "# Stiff soft block resting on the ground: stability and residuals per budget", "", *common,
+                ("1 MPa block (10 cm, 2x2x2 cells, nu 0.3, damping 0.01 s), 60 steps of 1/60 s, 1 substep, "
+                 "blow-up check off; residuals: median over the 60 steps.")])
 
     if not options.skip_vine:
         rows = []
