@@ -71,19 +71,32 @@ def warm_start_commands(solver, state, control, h):
     return jacobian_commands(solver, state, control, h) + balance_commands(solver, state)
 
 
-def assemble_commands(solver, state, control, h):
-    """Steps 1 and 2 of an iteration: the linear system at the current positions and the judged last step."""
-    m, s = solver.model, solver
-    commands = [s.record(integration.substep_displacements, s.entity_count, [
+def displacement_command(solver, state):
+    """x - x_n (``solver.displacement``) and x - x~ (``solver.offset``) of every degree of freedom."""
+    s = solver
+    return s.record(integration.substep_displacements, s.entity_count, [
         state.particle_q, s.particle_q_prev, s.particle_q_pred, state.body_q, s.body_q_prev, s.body_q_pred,
-        m.particle_count], outputs=[s.displacement, s.offset])]
-    commands += jacobian_commands(s, state, control, h)
+        s.model.particle_count], outputs=[s.displacement, s.offset])
+
+
+def system_commands(solver, state, control, h):
+    """Step 1 of an iteration: the linear system at the current positions, and the rows' own residuals
+    (``solver.residual``)."""
+    m, s = solver.model, solver
+    commands = [displacement_command(s, state)] + jacobian_commands(s, state, control, h)
     commands.append(s.record(rows.prepare_rows, m.row_count, [
         m.solve_offsets, m.solve_columns, s.J_solve_values, s.row_c, s.row_compliance, s.row_coupling,
         m.row_block_start, s.row_damping, state.multipliers, s.displacement, m.particle_inv_mass, m.body_inv_mass, s.body_inv_inertia_world, 3 * m.particle_count, s.planar],
         outputs=[s.rhs, s.compliance_eff, s.coupling_eff, s.inv_diagonal]))
     commands.append(s.record(multipliers.scale_residuals, m.row_count, [s.rhs, s.row_residual_scale],
                              outputs=[s.residual]))
+    return commands
+
+
+def assemble_commands(solver, state, control, h):
+    """Steps 1 and 2 of an iteration: the linear system at the current positions and the judged last step."""
+    m, s = solver.model, solver
+    commands = system_commands(s, state, control, h)
     commands += world_dot_commands(s, s.residual, s.residual, s.merit, weight=s.inv_diagonal)
     commands.append(s.record(multipliers.judge_newton_steps, m.world_count, [
         s.merit, int(s.line_search), 0.5 ** s.line_search_halvings, s.newton_tolerance * s.newton_tolerance],

@@ -21,7 +21,7 @@ import time
 import numpy as np
 import warp as wp
 
-from . import newton
+from . import newton, residuals
 from .constraints import CONSTRAINT_TYPES
 from .errors import ConfigError, SimulationError
 from .input_checks import InputCheck
@@ -148,6 +148,20 @@ class Solver:
         if self.check_finite:
             self._raise_if_blown_up(recording)
 
+    def residual_norms(self, state, control, dt):
+        """Per-world residual norms of the last step's Newton system at its end point, by kind.
+
+        Call it after ``step(state_in, state, control, dt)`` with that step's ``state`` (its
+        state_out), ``control`` and ``dt``, no setting changed in between (otherwise a ConfigError).
+        It evaluates the equations of the step's last substep once more at the positions and
+        multipliers of ``state``; ``step`` itself does none of this work.
+
+        Returns a :class:`softsnake.residuals.ResidualNorms`: float64 arrays (world_count,) named
+        ``momentum``, ``compliant``, ``normal`` and ``friction`` (and ``rows``, the root of the
+        line search's merit), in sqrt(kg) m; ``softsnake.residuals`` defines each exactly.
+        """
+        return residuals.residual_norms(self, state, control, dt)
+
     def reset(self, state, world_mask=None):
         """Start the chosen worlds of ``state`` again: the model's initial positions and velocities, no
         external forces, no carried multipliers (their next substep starts cold).
@@ -188,9 +202,7 @@ class Solver:
 
     def _recorded(self, state, control, h):
         """The recorded launches of a substep of length h [s] on these state and control arrays."""
-        arrays = (state.particle_q, state.particle_qd, state.particle_f, state.body_q, state.body_qd, state.body_f,
-                  state.multipliers, control.pressure, control.joint_target, control.prismatic_rate)
-        key = (h, self.settings, tuple(self.model.gravity), *(id(a) for a in arrays))
+        key = self._recording_key_of(state, control, h)
         if key != self._recording_key:
             has_rows = self.model.row_count > 0
             self._recording = {
@@ -204,10 +216,19 @@ class Solver:
                                 + newton.update_commands(self, state, take_step=False)) if has_rows else [],
                 "finish": newton.finish_commands(self, state, h),
                 "check": self._check_commands(state) + self.input_check.commands(self, state, control),
-                "arrays": arrays,  # keeps the keyed arrays alive, so that their ids stay theirs
+                "arrays": self._keyed_arrays(state, control),  # keeps them alive, so that their ids stay theirs
             }
             self._recording_key = key
         return self._recording
+
+    @staticmethod
+    def _keyed_arrays(state, control):
+        return (state.particle_q, state.particle_qd, state.particle_f, state.body_q, state.body_qd, state.body_f,
+                state.multipliers, control.pressure, control.joint_target, control.prismatic_rate)
+
+    def _recording_key_of(self, state, control, h):
+        """What the recorded launches depend on: the substep length, the settings, the gravity and the arrays."""
+        return (h, self.settings, tuple(self.model.gravity), *(id(a) for a in self._keyed_arrays(state, control)))
 
     def _run(self, commands, phase=None):
         if self.profile and phase is not None:
