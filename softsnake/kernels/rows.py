@@ -17,8 +17,10 @@ from (1 + gamma) J dx + alpha dlambda = -h gives
 
 (Carrying g in the right-hand side, J M^-1 g, makes the iteration a full Newton method on both
 equations, but with the geometric stiffness dropped from the matrix it oscillates on stiff, highly
-stressed elements: a stretched stiff bar at 0.1 s steps went unstable; see experiments/results/
-convergence.md.) This module writes the right-hand side, the effective compliance and the Jacobi
+stressed elements: tried during the friction rework, a stretched stiff bar at 0.1 s steps went
+unstable with it, so it was removed. The lag g != 0 it would remove is measured by
+``Solver.residual_norms``; experiments/results/convergence.md shows it growing where a stiff block
+goes unstable at short Newton budgets.) This module writes the right-hand side, the effective compliance and the Jacobi
 diagonal of the matrix.
 """
 

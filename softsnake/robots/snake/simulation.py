@@ -51,11 +51,11 @@ HEADING = 0.0
 USD_FPS_DEFAULT = 60.0
 """Frames per second written to USD [1/s]."""
 
-CPU_SECONDS_PER_SNAKE_FRAME = {"paper": 0.16, "coarse": 0.075}
+CPU_SECONDS_PER_SNAKE_FRAME = {"paper": 0.24, "coarse": 0.13}
 """Wall time of one frame of one snake on one CPU core [s] at the snake's budget (``SNAKE_BUDGET``), by
-resolution, for run estimates: coarse measured (0.073 s, one snake, 3 s of the gait, 2-core machine
-shared with other jobs), paper scaled from Table II's 0.121 s at the paper's budget by the 8 x 20 /
-4 x 20 cost ratio of the convergence study (1.25). A run of S snakes takes about S times as long."""
+resolution, for run estimates: coarse measured (0.134 s, one snake, 3 s of the gait, 2-core machine
+shared with other jobs), paper scaled from Table II's 0.121 s at the paper's budget by the 8 x 40 /
+4 x 20 cost ratio of the convergence study (2.0). A run of S snakes takes about S times as long."""
 
 MODEL_BYTES_PER_SNAKE = {"paper": 11.5e6, "coarse": 3.0e6}
 """Bytes of the Warp arrays of one snake (model, state, control and solver) [B]: paper from
@@ -79,11 +79,12 @@ iteration run (no tolerances). The bench times it, to compare with the paper's T
 the engine's converged default (experiments/results/convergence.md)."""
 
 
-SNAKE_BUDGET = {"newton_iterations": 8, "linear_iterations": 20}
+SNAKE_BUDGET = {"newton_iterations": 8, "linear_iterations": 40}
 """The snake's solver budget: the cheapest of the convergence study within 5 % of the converged travel
-(experiments/results/convergence.md; coarse snake, 3 s of the gait, warm started: 8 x 20 travels
-0.0767 m, 4.0 % beyond 8 x 200's 0.0738 m, at a quarter of the engine default's cost; the paper's
-4 x 20 goes 18 % too far). Everything else is the engine's policy (``SolverSettings``)."""
+in every run of it (experiments/results/convergence.md): 8 x 40 is within 1 % of 8 x 160 or 8 x 200 on
+the paper mesh (2 s, -0.1 %) and the coarse one (5 s, +0.7 %; 3 s warm started, -0.6 %), at about half
+the engine default's cost. 8 x 20 is not (coarse, 5 s: +7.3 %), nor is the paper's 4 x 20 (paper mesh,
+2 s: -26 %; coarse, 5 s: +16 %). Everything else is the engine's policy (``SolverSettings``)."""
 
 
 def snake_solver(model, *, profile=False, **overrides):
