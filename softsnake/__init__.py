@@ -25,6 +25,7 @@ from .builder import ModelBuilder
 from .errors import ConfigError, ModelError, SimulationError, SoftsnakeError, UsageError
 from .model import Control, Model, State
 from .solver import Solver
+from .solver_settings import SolverSettings
 
-__all__ = ["__version__", "ModelBuilder", "Model", "State", "Control", "Solver", "SoftsnakeError", "ModelError", "ConfigError",
+__all__ = ["__version__", "ModelBuilder", "Model", "State", "Control", "Solver", "SolverSettings", "SoftsnakeError", "ModelError", "ConfigError",
            "SimulationError", "UsageError"]

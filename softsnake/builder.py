@@ -6,7 +6,11 @@ angles [rad], times [s]. Quaternions are (x, y, z, w).
 Worlds: items added directly to a builder belong to world 0. ``add_world(builder)`` appends
 another builder's items as a new, independent world and ``replicate(builder, count, spacing)``
 appends many copies; obstacles added directly to the top-level builder are shared by all
-worlds, obstacles of an added builder belong to its world only.
+worlds, obstacles of an added builder belong to its world only. Every world is simulated in its
+own frame, the coordinates of its builder; its offset places it in the scene only in outputs
+(``Model.world_offset``, ``Model.scene_particle_q``), so that a world's trajectory does not depend
+on where the batch puts it (float32 positions far from the origin would round friction and
+contact differently).
 
 The builder keeps one list per field of every kind of item (``particle_q``, ``distance_rest_length``,
 ...; see ``softsnake.constraints.base``). Particles and bodies are declared here; each constraint
@@ -21,7 +25,7 @@ from .constraints.base import BuilderTables, shift_field
 from .errors import ModelError
 from .finalize import finalize_model
 from .items import BODY, PARTICLE, PRESSURE_CHANNEL, item_kinds
-from .validation import POSITION_LIMIT, index_value, inverse_representable, mass_value, non_negative_value
+from .validation import index_value, inverse_representable, mass_value, non_negative_value
 from .validation import position as checked_position
 from .validation import unit_quaternion, vector, whole_count
 
@@ -43,6 +47,9 @@ class ModelBuilder(BuilderTables, *BUILDER_METHODS):
         self.has_worlds = False
         """Whether items came in through ``add_world``/``replicate`` (then none may be added directly)."""
         self.world_count = 0
+        self.world_offset = []
+        """Offset of each world added with ``add_world``/``replicate`` [m], float64 (3,) each: where the
+        scene places the world's frame (``Model.world_offset``)."""
         for kind in item_kinds():
             self.declare(kind)
 
@@ -162,20 +169,41 @@ class ModelBuilder(BuilderTables, *BUILDER_METHODS):
 
     # ------------------------------------------------------------------ worlds
     def add_world(self, builder, *, offset=(0.0, 0.0, 0.0)):
-        """Append everything in ``builder`` as a new independent world, shifted by ``offset`` [m].
+        """Append everything in ``builder`` as a new independent world placed at ``offset`` [m].
 
-        ``builder`` must have this builder's gravity and planar flag (a model has one of each).
-        The world is added whole or not at all. Returns the new world's index.
+        The world is simulated in its own frame: its positions, its obstacles and its joint anchors
+        to the static world stay as ``builder`` holds them, and ``offset`` only places the world in
+        the scene's outputs (``Model.world_offset``, ``Model.scene_particle_q``,
+        ``Model.scene_body_q``). Positions are float32, whose spacing grows with the distance from
+        the origin; simulated at its offset, a world's friction and contact would round differently
+        wherever the batch put it. Obstacles shared by every world (added to this builder) are
+        seen by each world in its own frame.
+
+        ``builder`` must have this builder's gravity and planar flag (a model has one of each) and
+        hold no worlds of its own. The world is added whole or not at all. Returns the new world's index.
         """
         self._check_world_builder(builder)
         return self._append_world(builder, checked_position(offset, "world offset"))
 
     def replicate(self, builder, count, *, spacing=(0.0, 0.0, 0.0)):
-        """Append ``count`` copies of ``builder`` as independent worlds, copy k shifted by k * spacing [m]."""
+        """Append ``count`` copies of ``builder`` as independent worlds, copy k placed at k * spacing [m].
+
+        Each copy is simulated in its own frame, as with ``add_world``: the copies' trajectories are
+        the same wherever they are placed, and ``spacing`` applies in the outputs only. Returns the
+        new worlds' indices; a spacing that places a copy beyond the position bound adds none.
+        """
         count = whole_count(count, "replicate count")
         spacing = vector(spacing, 3, "replicate spacing")
         self._check_world_builder(builder)
-        return [self._append_world(builder, k * spacing) for k in range(count)]
+        offsets = [checked_position(k * spacing, f"replicate offset of copy {k}") for k in range(count)]
+        return [self._append_world(builder, offset) for offset in offsets]
+
+    def world_offsets(self):
+        """Offset of every world [m], float64, shape (world_count, 3) (at least one world): zeros for a
+        builder whose items were added directly (one world, at the origin)."""
+        if not self.has_worlds:
+            return np.zeros((max(self.world_count, 1), 3))
+        return np.array(self.world_offset, dtype=np.float64).reshape(self.world_count, 3)
 
     def _check_world_builder(self, builder):
         """ModelError unless ``builder`` can be added to this scene as a world (``add_world``)."""
@@ -183,6 +211,10 @@ class ModelBuilder(BuilderTables, *BUILDER_METHODS):
             raise ModelError(f"add_world needs another ModelBuilder, got {builder!r}")
         if self.world_count > 0 and not self.has_worlds:
             raise ModelError("this builder already holds items of world 0; build every world in its own builder")
+        if builder.has_worlds:
+            # Its worlds have frames of their own: merged into one world, they would overlap.
+            raise ModelError("add_world: the world's builder holds worlds of its own; add each of them to this "
+                             "scene instead")
         if builder.planar != self.planar:
             raise ModelError(f"add_world: the world's builder has planar={builder.planar}, this scene planar={self.planar}; "
                              "a model is planar or not as a whole: build both with the same ModelBuilder(planar=...)")
@@ -193,32 +225,22 @@ class ModelBuilder(BuilderTables, *BUILDER_METHODS):
         check_builder_tables(builder)
 
     def _append_world(self, builder, offset):
-        """Append the checked ``builder`` as a new world shifted by ``offset`` [m]; its index. Every list
-        is computed before the first is extended, so a world is added whole or not at all."""
+        """Append the checked ``builder`` as a new world at the checked ``offset`` [m]; its index. The
+        world's coordinates stay its own (``add_world``). Every list is computed before the first is
+        extended, so a world is added whole or not at all."""
         world = self.world_count
         shifts = {"particle_offset": self.particle_count, "body_offset": self.body_count,
-                  "channel_offset": self.pressure_channel_count, "offset": offset}
-        moved = {"particle_q": [q + offset for q in builder.particle_q],
-                 "body_q": [(p + offset, q) for p, q in builder.body_q],
-                 "obstacle_pos": [p + offset for p in builder.obstacle_pos]}
-        for name, points in moved.items():
-            beyond = np.flatnonzero(np.abs(np.reshape([p[0] if name == "body_q" else p for p in points], (-1, 3))).max(
-                axis=1, initial=0.0) > POSITION_LIMIT)
-            if len(beyond):
-                raise ModelError(f"add_world: offset {offset.tolist()} moves {name.split('_')[0]} {beyond[0]} beyond "
-                                 f"{POSITION_LIMIT:g} m, where float32 (the model's precision) no longer resolves a millimetre")
+                  "channel_offset": self.pressure_channel_count}
         added = {}
         for kind in item_kinds():
-            anchors_of = {f.name: getattr(builder, f"{kind.name}_{f.name}") for f in kind.fields if f.index == "body"}
             for field in kind.fields:
                 name = f"{kind.name}_{field.name}"
-                values = moved.get(name)
-                added[name] = values if values is not None else shift_field(
-                    field, getattr(builder, name), anchors_of=anchors_of, **shifts)
+                added[name] = shift_field(field, getattr(builder, name), **shifts)
             added[f"{kind.name}_world"] = [world] * builder.item_count(kind)
         # Everything is checked and computed: from here on nothing raises, so no list is left half-extended.
         for name, values in added.items():
             getattr(self, name).extend(values)
+        self.world_offset.append(np.array(offset, dtype=np.float64))
         self.has_worlds = True
         self.world_count += 1
         return world

@@ -33,9 +33,11 @@ class UsageError(SoftsnakeError, ValueError):
 
 
 class SimulationError(SoftsnakeError, RuntimeError):
-    """A step blew up: a non-finite state or a runaway speed. ``world`` and ``step`` say where and when."""
+    """A step blew up: a non-finite state, a runaway speed or spin, or kinetic energy that ran away.
+    ``world`` and ``step`` say where and when, ``reason`` what (as the message words it)."""
 
-    def __init__(self, message, *, world=None, step=None):
+    def __init__(self, message, *, world=None, step=None, reason=None):
         super().__init__(message)
         self.world = world
         self.step = step
+        self.reason = reason

@@ -2,7 +2,9 @@
 
 Every constraint type lays out and uploads its own items through its descriptor
 (``softsnake.constraints``); particles, bodies and obstacles are uploaded here, as the arrays the
-kernels use (inverse masses, inverse inertias, transforms).
+kernels use (inverse masses, inverse inertias, transforms). Every world stays in its own frame:
+positions are uploaded as the builder holds them and the worlds' offsets are kept on the host
+(``Model.world_offset``).
 """
 
 import numpy as np
@@ -11,6 +13,7 @@ import warp as wp
 from .constraints import CONSTRAINT_TYPES
 from .consistency import check_builder_tables
 from .constraints.base import upload_array
+from .constraints.shapes import world_obstacles
 from .errors import ModelError
 from .layout import kept_columns, lay_out_rows, reduction_chunks, solve_layout
 from .model import Model
@@ -76,6 +79,18 @@ def world_starts(worlds, world_count):
     return np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
 
 
+def upload_obstacles(m, builder, arr):
+    """The obstacle arrays of model ``m``: the table of ``world_obstacles``, each entry with its source's
+    kind, rotation, size; shared obstacles once per world, moved into its frame."""
+    table = world_obstacles(builder)
+    rotations = [builder.obstacle_rot[o] for o in table.source]
+    m.obstacle_count = len(table.source)
+    m.obstacle_kind = arr([builder.obstacle_kind[o] for o in table.source], int)
+    m.obstacle_transform = arr([np.concatenate([p, q]) for p, q in zip(table.pos, rotations)], wp.transform)
+    m.obstacle_size = arr(np.asarray([builder.obstacle_size[o] for o in table.source]).reshape(-1, 3), wp.vec3)
+    m.obstacle_world = arr(table.world, int)
+
+
 def finalize_model(builder, device):
     """The Model of ``builder`` on ``device`` (see ``ModelBuilder.finalize``)."""
     dev = resolve_device(device)
@@ -98,10 +113,9 @@ def finalize_model(builder, device):
     m = Model(dev)
     m.world_count = world_count
     m.particle_count, m.body_count, m.row_count = P, B, layout.row_count
-    m.obstacle_count, m.shape_count = builder.obstacle_count, builder.shape_count
+    m.shape_count = builder.shape_count
     m.pressure_channel_count = builder.pressure_channel_count
     m.gravity = wp.vec3(*builder.gravity)
-    m.gravity_numpy = np.asarray(builder.gravity, dtype=np.float64)
     m.planar_axis = 2 if builder.planar else -1
     m.nnz = len(layout.J_columns)
     m.solve_nnz = len(solve_columns)
@@ -110,6 +124,7 @@ def finalize_model(builder, device):
     def arr(values, dtype, shape_if_empty=0):
         return upload_array(values, dtype, dev, shape_if_empty)
 
+    m.world_offset = builder.world_offsets()
     m.particle_world_start = world_starts(builder.particle_world, world_count)
     m.body_world_start = world_starts(builder.body_world, world_count)
     m.pressure_channel_world_start = world_starts(builder.pressure_channel_world, world_count)
@@ -138,10 +153,8 @@ def finalize_model(builder, device):
     m.body_world = arr(builder.body_world, int)
     m.body_mass_numpy = np.asarray(builder.body_mass, dtype=np.float64)
 
-    # Obstacles.
-    m.obstacle_kind = arr(builder.obstacle_kind, int)
-    m.obstacle_transform = arr([np.concatenate([p, q]) for p, q in zip(builder.obstacle_pos, builder.obstacle_rot)], wp.transform)
-    m.obstacle_size = arr(np.asarray(builder.obstacle_size).reshape(-1, 3), wp.vec3)
+    # Obstacles: every world's, in its frame (the contact slots point into the same table).
+    upload_obstacles(m, builder, arr)
 
     # Constraints: each type's arrays, count and first rows.
     for ctype in CONSTRAINT_TYPES:

@@ -31,11 +31,18 @@ class State:
         """Body velocities (linear [m/s], angular [rad/s]), world frame, spatial_vector, shape (body_count,)."""
         self.body_f: wp.array = wp.zeros_like(model.body_qd)
         """External body wrenches (force [N], torque [N m]), world frame, spatial_vector, shape (body_count,)."""
+        self.multipliers: wp.array = wp.zeros(max(model.row_count, 1), dtype=float, device=model.device)
+        """Constraint multipliers of the last substep [N s^2] (a row's force is lambda / h^2), float,
+        shape (row_count,): the solver's warm start, carried with the state so that a state restarts
+        the same way whichever solver steps it (``Solver.reset`` clears chosen worlds)."""
+        self.multiplier_step: float = 0.0
+        """Substep length [s] the multipliers belong to; 0 when there are none (the next substep starts cold)."""
 
     def assign(self, other):
-        """Copy positions and velocities (not forces) from another state of the same model."""
-        for name in ("particle_q", "particle_qd", "body_q", "body_qd"):
+        """Copy positions, velocities and carried multipliers (not forces) from another state of the same model."""
+        for name in ("particle_q", "particle_qd", "body_q", "body_qd", "multipliers"):
             wp.copy(getattr(self, name), getattr(other, name))
+        self.multiplier_step = other.multiplier_step
 
 
 class Control:
@@ -77,17 +84,22 @@ class Model:
         self.shape_count: int = 0
         """Number of collision shapes on bodies."""
         self.obstacle_count: int = 0
-        """Number of static obstacles (shared ones once)."""
+        """Number of entries of the obstacle arrays: every world's own static obstacles and its copy of each
+        obstacle shared by all worlds (``world_obstacles``), so a shared obstacle counts once per world."""
         self.pressure_channel_count: int = 0
         """Number of pressure channels (``Control.pressure`` entries)."""
         self.row_count: int = 0
         """Number of scalar constraint rows, all worlds."""
         self.gravity: wp.vec3 = None
-        """Gravitational acceleration [m/s^2]."""
-        self.gravity_numpy: np.ndarray = None
-        """Gravitational acceleration [m/s^2], float64 (3,), on the host."""
+        """Gravitational acceleration [m/s^2], the same in every world. Assign a new ``wp.vec3`` between
+        steps to change it (a tilting floor is gravity turning in the floor's frame)."""
         self.planar_axis: int = -1
         """2 for a planar model (motion in z = const), -1 otherwise."""
+        self.world_offset: np.ndarray = None
+        """Where the scene places each world's frame [m], float64, shape (world_count, 3), on the host
+        (``ModelBuilder.add_world``'s offset; zeros for a model built without worlds). Every world is
+        simulated in its own frame, so positions in states, the model and its obstacle arrays are
+        world-local; ``scene_particle_q`` and ``scene_body_q`` add the offset."""
 
         # Particles.
         self.particle_q: wp.array = None
@@ -117,13 +129,15 @@ class Model:
         self.body_mass_numpy: np.ndarray = None
         """Body masses [kg], float64, on the host, shape (body_count,)."""
 
-        # Obstacles.
+        # Obstacles: world after world, each world's own and its copies of the shared ones (obstacle_count).
         self.obstacle_kind: wp.array = None
         """``ObstacleKind`` of each static obstacle, int, shape (obstacle_count,)."""
         self.obstacle_transform: wp.array = None
-        """Obstacle poses (centre [m], rotation), transform, shape (obstacle_count,)."""
+        """Obstacle poses (centre [m], rotation) in their world's frame, transform, shape (obstacle_count,)."""
         self.obstacle_size: wp.array = None
         """Box half extents, cylinder (radius, half height, 0), plane 0 [m], vec3, shape (obstacle_count,)."""
+        self.obstacle_world: wp.array = None
+        """World that sees each obstacle, int, shape (obstacle_count,)."""
 
         # Worlds: index ranges (host, int64, shape (world_count + 1,)) and their device copies.
         self.particle_world_start: np.ndarray = None
@@ -192,6 +206,24 @@ class Model:
         as "distance", "spring") in one world."""
         starts = getattr(self, f"{kind}_world_start")
         return slice(int(starts[world]), int(starts[world + 1]))
+
+    def scene_particle_q(self, state):
+        """Particle positions of ``state`` in scene coordinates [m], float64, shape (particle_count, 3): each
+        world's local positions plus its ``world_offset``, added in float64."""
+        q = state.particle_q.numpy().astype(np.float64).reshape(-1, 3)
+        return q + self._offset_per_item("particle")
+
+    def scene_body_q(self, state):
+        """Body poses of ``state`` in scene coordinates, float64, shape (body_count, 7): (centre of mass [m],
+        rotation quaternion (x, y, z, w)), each world's local centre of mass plus its ``world_offset``
+        (worlds are not rotated, so rotations are as simulated)."""
+        q = state.body_q.numpy().astype(np.float64).reshape(-1, 7)
+        q[:, :3] += self._offset_per_item("body")
+        return q
+
+    def _offset_per_item(self, kind):
+        """``world_offset`` of the world of every item of ``kind`` ("particle", "body") [m], (count, 3)."""
+        return np.repeat(self.world_offset, np.diff(getattr(self, f"{kind}_world_start")), axis=0)
 
     def particle_mass_numpy(self):
         """Particle masses [kg] (0 for kinematic particles)."""

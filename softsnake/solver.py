@@ -1,47 +1,44 @@
 """Solver: the compliant-constraint, non-smooth Newton time stepper of seed 001, section IV.
 
 One ``step(state_in, state_out, control, dt)`` advances every world by dt [s] in ``substeps``
-substeps. Each substep predicts positions, detects contacts, then runs a fixed number of
-Newton iterations; each iteration assembles the rows (kernels/<type>.py), prepares the system
-(kernels/rows.py), solves it with a fixed number of Jacobi-preconditioned conjugate residual
-iterations (kernels/linear_solver.py) and moves the particles and bodies
-(kernels/integration.py). Nothing inside a step reads back to the host, so on a GPU a whole
-step can be captured in a CUDA graph; the optional finite-state check runs once per step,
-after it.
+substeps. Each substep predicts positions, detects contacts, starts from the multipliers of the
+last substep (warm start: the contact rows', carried in ``State.multipliers``), runs Newton
+iterations until each world converges (``softsnake.newton``), each solving its linear system by Jacobi-preconditioned
+conjugate residual (``softsnake.linear_solve``), and sets the velocities from the positions.
+Nothing inside a step reads back to the host, so on a GPU a whole step can be captured in a CUDA
+graph; the blow-up check runs once per step, after it.
 
 The launches of a substep are recorded once (``wp.launch(record_cmd=True)``) and replayed every
-substep: a launch from Python costs tens of microseconds on the CPU, a replay a few, which is most
-of a small model's step. They are recorded again when the substep length, the arrays of the
-state or control passed to ``step``, or one of the solver's settings change.
+substep: a launch from Python costs tens of microseconds on the CPU, a replay a few. They are
+recorded again when the substep length, the arrays of the state or control passed to ``step``, the
+model's gravity or one of the solver's settings change.
+
+Every setting, with its unit and the reason for its value, is ``softsnake.SolverSettings``.
 """
 
-import functools
-import math
 import time
 
 import numpy as np
 import warp as wp
 
+from . import newton, residuals
 from .constraints import CONSTRAINT_TYPES
-from .errors import SimulationError
+from .errors import ConfigError, SimulationError
 from .input_checks import InputCheck
-from .kernels import checks, integration, linear_solver, multipliers, operator, rows
+from .kernels import checks, multipliers
+from .linear_solve import solve_commands
+from .solver_settings import SolverSettings
 from .validation import time_step
-
-
-STANDARD_GRAVITY = 9.80665
-"""[m/s^2]"""
 
 PER_WORLD_MAX_ROWS = 1024
 """Above this many rows in one world, "auto" uses the batched linear solver on a GPU."""
 
-
 PROFILE_PHASES = ("predict", "assemble", "solve", "update", "finish", "check")
 """The phases of a step that ``Solver(profile=True)`` times."""
 
-MAX_SPEED_DEFAULT = 1000.0
-"""Default speed [m/s] above which a world counts as blown up: far beyond any robot this engine
-simulates, reached within a few steps by a diverging solve."""
+FLAG_NAMES = {int(checks.NONFINITE): "a non-finite state", int(checks.TOO_FAST): "a speed above {max_speed:g} m/s",
+              int(checks.SPINNING): "an angular speed above {max_angular_speed:g} rad/s",
+              int(checks.ENERGY_GROWTH): "kinetic energy grown more than {energy_growth_limit:g} times in one step"}
 
 
 class Solver:
@@ -49,147 +46,145 @@ class Solver:
 
     Args:
         model: the finalized :class:`softsnake.Model`
-        substeps: substeps per ``step`` call (the paper: 2)
-        newton_iterations: Newton iterations per substep (the paper: 4)
-        linear_iterations: conjugate residual iterations per Newton iteration (the paper: 20)
-        contact_margin: distance [m] within which a contact slot becomes active
-        linear_solver: "batched" (each conjugate residual operation a kernel over all rows of all
-            worlds: best for large worlds on a GPU), "per_world" (one thread runs a whole world's
-            solve: best for many small worlds, and on the CPU, where kernel launches dominate), or
-            "auto" (per_world on the CPU and on a GPU when no world has more than
-            ``PER_WORLD_MAX_ROWS`` rows, batched otherwise). Both give the same iterates.
-        warm_start: start every substep's Newton iterations from the previous substep's
-            multipliers (rescaled to the new substep length) and the positions they imply,
-            x = x~ + M^-1 J^T lambda, instead of lambda = 0. Stiff bodies then keep their stresses
-            from substep to substep instead of rebuilding them with a few iterations each time. A
-            world whose pressure channels switched actuation rows on or off since the last step
-            starts that step cold.
-        check_finite: after every step, raise SimulationError if a world has blown up: a position or
-            velocity that is NaN or Inf, or a particle or body moving faster than ``max_speed``
-            (one small device-to-host copy per step; switch off for CUDA-graph capture)
-        max_speed: linear speed [m/s] above which ``check_finite`` reports a world as blown up; a
-            diverging solve grows without bound long before it overflows to Inf
+        settings: a :class:`softsnake.SolverSettings` (default: ``SolverSettings()``)
         profile: time the phases of every step into ``profile_seconds`` (each phase bracketed by
             ``wp.synchronize``; the results are the same, the step slower)
+        **overrides: any field of ``SolverSettings`` (``substeps=1``, ``linear_iterations=40`` ...)
+
+    Every setting is also a public attribute; a change between steps takes effect at the next step.
     """
 
-    def __init__(self, model, *, substeps=2, newton_iterations=4, linear_iterations=20, contact_margin=0.01, linear_solver="auto", warm_start=True, check_finite=True, max_speed=MAX_SPEED_DEFAULT, profile=False):
-        for name, value in (("substeps", substeps), ("newton_iterations", newton_iterations), ("linear_iterations", linear_iterations)):
-            if int(value) != value or value < 1:
-                raise ValueError(f"{name} must be a positive integer, got {value}")
-        if not (math.isfinite(contact_margin) and contact_margin >= 0.0):
-            raise ValueError(f"contact_margin must be non-negative, got {contact_margin}")
-        if not (math.isfinite(max_speed) and max_speed > 0.0):
-            raise ValueError(f"max_speed must be a positive speed [m/s], got {max_speed}")
-        if linear_solver not in ("auto", "batched", "per_world"):
-            raise ValueError(f"linear_solver must be 'auto', 'batched' or 'per_world', got {linear_solver!r}")
-        if linear_solver == "auto":
-            largest_world = int(np.max(np.diff(model.row_world_start))) if model.world_count else 0
-            small = largest_world <= PER_WORLD_MAX_ROWS
-            linear_solver = "per_world" if (model.device.is_cpu or small) else "batched"
-        self.linear_solver = linear_solver
+    def __init__(self, model, settings=None, *, profile=False, **overrides):
+        settings = (settings or SolverSettings()).replace(**overrides)
         self.model = model
-        self.substeps = int(substeps)
-        self.newton_iterations = int(newton_iterations)
-        self.linear_iterations = int(linear_iterations)
-        self.contact_margin = float(contact_margin)
-        self.check_finite = bool(check_finite)
-        self.max_speed = float(max_speed)
-        self.warm_start = bool(warm_start)
-        self._previous_h = None
-        self.fb_epsilon = 1.0e-9
-        """Regularisation of the Fischer-Burmeister corner a = b = 0 [m]."""
-        self.contact_regularization = 1.0e-2
-        """Compliance floor of normal and sticking rows relative to their J M^-1 J^T (redundant contacts)."""
-        self.friction_slip_length = 5e-7
-        """Tangential creep [m] per substep at which sticking friction reaches mu lambda_n (load sharing)."""
-        self.slide_compliance_ratio = 1.0e6
-        """Compliance of sliding friction rows relative to their J M^-1 J^T (large: force set by the cone)."""
-        self.min_stiffness_ratio = 1.0e-3
-        """Floor of a nonlinear spring's tangent stiffness, relative to its reference stiffness."""
-        self.stick_acceleration = float(np.linalg.norm(model.gravity_numpy)) or STANDARD_GRAVITY
-        """Deceleration [m/s^2] whose friction mu a stops a sliding contact: a contact slipping less than
-        mu a h^2 in a substep sticks again (default: the magnitude of gravity, or standard gravity in
-        gravity-free models, where contacts are pressed by other loads)."""
+        for name, value in vars(settings).items():
+            setattr(self, name, value)
+        if self.linear_solver == "auto":
+            largest_world = int(np.max(np.diff(model.row_world_start))) if model.world_count else 0
+            self.linear_solver = "per_world" if (model.device.is_cpu or largest_world <= PER_WORLD_MAX_ROWS) else "batched"
         self.step_count = 0
         self.profile = bool(profile)
         self.profile_seconds = dict.fromkeys(PROFILE_PHASES, 0.0)
         """Wall time [s] per phase since construction or ``reset_profile`` (``profile=True`` only):
-        "predict" (prediction and contact detection), "assemble" (rows, J, J^T, right-hand sides),
-        "solve" (the linear solves), "update" (position and multiplier updates), "finish"
-        (velocities) and "check" (the blow-up check)."""
-
-        m, dev = model, model.device
-        self.entity_count = m.particle_count + m.body_count
-        dofs = 3 * m.particle_count + 6 * m.body_count
-        rows_n = m.row_count
-
-        zeros = self.zeros
-        self.particle_q_prev = zeros(m.particle_count, wp.vec3)
-        self.body_q_prev = zeros(m.body_count, wp.transform)
-        self.particle_q_pred = zeros(m.particle_count, wp.vec3)
-        self.body_q_pred = zeros(m.body_count, wp.transform)
-        self.body_inv_inertia_world = zeros(m.body_count, wp.mat33)
-        self.displacement = zeros(dofs)
-        self.u = zeros(dofs)
-        self.J_values = zeros(m.nnz)
-        # The solver's J: J itself, or (planar models) its in-plane columns only.
-        self.J_solve_values = zeros(m.solve_nnz) if m.solve_compact else self.J_values
-        self.JT_values = zeros(m.solve_nnz)
-        names = ("row_c", "row_compliance", "row_coupling", "row_damping", "lam", "rhs", "compliance_eff", "coupling_eff",
-                 "inv_diagonal", "dlam", "z", "p", "Az", "Ap")
-        for name in names:
-            setattr(self, name, zeros(rows_n))
-        # Per-world solve scratch: live rows (flags and list) and where each column of J^T ends.
-        self.row_live = zeros(rows_n, int)
-        self.live_rows = zeros(rows_n, int)
-        self.JT_live_ends = zeros(dofs, int)
-        self.partial = zeros(m.chunk_count)
-        self.zAz = zeros(m.world_count)
-        self.zAz_start = zeros(m.world_count)
-        self.zAz_new = zeros(m.world_count)
-        self.ApPAp = zeros(m.world_count)
-        self.alpha = zeros(m.world_count)
-        self.beta = zeros(m.world_count)
-        self.world_cold = wp.zeros(m.world_count, dtype=int, device=dev)
-        self.pressure_previous = wp.zeros(max(m.pressure_channel_count, 1), dtype=float, device=dev)
-        self.world_flag = wp.zeros(m.world_count, dtype=int, device=dev)
-        self.input_check = InputCheck(m)
-        self.planar = 1 if m.planar_axis >= 0 else 0
+        "predict" (prediction and contact detection), "assemble" (rows, J, J^T, right-hand sides, the
+        line search's merit), "solve" (the linear solves), "update" (multipliers and positions),
+        "finish" (velocities) and "check" (the blow-up check)."""
+        self._allocate()
+        self.planar = 1 if model.planar_axis >= 0 else 0
         """1 for a planar model (the kernels' flag), 0 otherwise."""
-        self.constraint_types = [t for t in CONSTRAINT_TYPES if getattr(m, f"{t.name}_count")]
+        self.constraint_types = [t for t in CONSTRAINT_TYPES if getattr(model, f"{t.name}_count")]
         """The constraint types this model has items of, in row order."""
         for ctype in self.constraint_types:
             ctype.allocate(self)
+        self.input_check = InputCheck(model)
+        carried = np.zeros(max(model.row_count, 1), dtype=np.int32)
+        for ctype in self.constraint_types:
+            if ctype.carries_multipliers:
+                first = getattr(model, f"{ctype.name}_row").numpy()
+                for k in range(ctype.rows_per_item(bool(self.planar))):
+                    carried[first + k] = 1
+        self.row_carried = wp.array(carried, dtype=int, device=model.device)
+        """1 on the rows whose multipliers the warm start carries into the next substep."""
         self._recording_key = None
         self._recording = None
+        self._checked = set()
+
+    @property
+    def settings(self):
+        """The current settings, as a :class:`softsnake.SolverSettings`."""
+        values = {name: getattr(self, name) for name in vars(SolverSettings())}
+        return SolverSettings(**values)
 
     def zeros(self, n, dtype=float):
         """A zeroed solver array of n entries (at least one, so that empty models launch nothing odd)."""
         return wp.zeros(max(n, 1), dtype=dtype, device=self.model.device)
 
+    def _allocate(self):
+        m = self.model
+        zeros = self.zeros
+        self.entity_count = m.particle_count + m.body_count
+        dofs = 3 * m.particle_count + 6 * m.body_count
+        self.particle_q_prev, self.particle_q_pred = zeros(m.particle_count, wp.vec3), zeros(m.particle_count, wp.vec3)
+        self.body_q_prev, self.body_q_pred = zeros(m.body_count, wp.transform), zeros(m.body_count, wp.transform)
+        self.body_inv_inertia_world = zeros(m.body_count, wp.mat33)
+        for name in ("displacement", "offset", "offset_ref", "offset_full", "u", "u_lambda"):
+            setattr(self, name, zeros(dofs))
+        self.J_values = zeros(m.nnz)
+        # The solver's J: J itself, or (planar models) its in-plane columns only.
+        self.J_solve_values = zeros(m.solve_nnz) if m.solve_compact else self.J_values
+        self.JT_values = zeros(m.solve_nnz)
+        for name in ("row_c", "row_compliance", "row_coupling", "row_damping", "rhs", "residual", "compliance_eff",
+                     "coupling_eff", "inv_diagonal", "dlam", "dlam_taken", "z", "p", "Az", "Ap"):
+            setattr(self, name, zeros(m.row_count))
+        self.row_residual_scale = wp.ones(max(m.row_count, 1), dtype=float, device=m.device)
+        # Per-world solve scratch: live rows (flags and list) and where each column of J^T ends.
+        self.row_live, self.live_rows, self.JT_live_ends = zeros(m.row_count, int), zeros(m.row_count, int), zeros(dofs, int)
+        self.partial = zeros(m.chunk_count)
+        for name in ("zAz", "zAz_start", "zAz_new", "ApPAp", "alpha", "beta", "merit", "merit_ref", "merit_first", "step_scale",
+                     "kinetic_energy"):
+            setattr(self, name, zeros(m.world_count))
+        self.retreat, self.world_flag = zeros(m.world_count, int), zeros(m.world_count, int)
+
     # ------------------------------------------------------------------ public
     def step(self, state_in, state_out, control, dt):
         """Advance every world by ``dt`` [s] from ``state_in`` into ``state_out`` (may be the same object).
 
-        ``control`` holds the chamber pressures [Pa] and joint targets [rad]; the external forces
-        of ``state_in`` act during the step.
+        ``control`` holds the chamber pressures [Pa], joint targets [rad] and extension rates [m/s];
+        the external forces of ``state_in`` act during the step.
         """
         dt = time_step(dt, self.substeps)
+        self._check_belongs(state_in, "state_in")
+        self._check_belongs(state_out, "state_out")
+        self._check_belongs(control, "control")
         if state_out is not state_in:
             state_out.assign(state_in)
             wp.copy(state_out.particle_f, state_in.particle_f)
             wp.copy(state_out.body_f, state_in.body_f)
         h = dt / self.substeps
-        if self.warm_start and self.model.pressure_channel_count:
-            wp.launch(multipliers.flag_pressure_switches, self.model.pressure_channel_count, device=self.model.device, inputs=[
-                control.pressure, self.pressure_previous, self.model.pressure_channel_world, self.world_cold])
         recording = self._recorded(state_out, control, h)
         for _ in range(self.substeps):
-            self._substep(recording, h)
+            self._substep(recording, state_out, h)
         self.step_count += 1
         if self.check_finite:
             self._raise_if_blown_up(recording)
+
+    def residual_norms(self, state, control, dt):
+        """Per-world residual norms of the last step's Newton system at its end point, by kind.
+
+        Call it after ``step(state_in, state, control, dt)`` with that step's ``state`` (its
+        state_out), ``control`` and ``dt``, no setting changed in between (otherwise a ConfigError).
+        It evaluates the equations of the step's last substep once more at the positions and
+        multipliers of ``state``; ``step`` itself does none of this work.
+
+        Returns a :class:`softsnake.residuals.ResidualNorms`: float64 arrays (world_count,) named
+        ``momentum``, ``compliant``, ``normal`` and ``friction`` (and ``rows``, the root of the
+        line search's merit), in sqrt(kg) m; ``softsnake.residuals`` defines each exactly.
+        """
+        return residuals.residual_norms(self, state, control, dt)
+
+    def reset(self, state, world_mask=None):
+        """Start the chosen worlds of ``state`` again: the model's initial positions and velocities, no
+        external forces, no carried multipliers (their next substep starts cold).
+
+        world_mask: booleans, one per world (None: every world).
+        """
+        self._check_belongs(state, "state")
+        m = self.model
+        mask = np.ones(m.world_count, dtype=bool) if world_mask is None else np.asarray(world_mask, dtype=bool)
+        if mask.shape != (m.world_count,):
+            raise ConfigError(f"world_mask must hold {m.world_count} booleans (one per world), got shape {mask.shape}")
+        initial = m.state()
+        for kind, names in (("particle", ("particle_q", "particle_qd", "particle_f")),
+                            ("body", ("body_q", "body_qd", "body_f")), ("row", ("multipliers",))):
+            worlds = getattr(m, f"{kind}_world_start")
+            keep = np.repeat(~mask, np.diff(worlds))
+            for name in names:
+                current, fresh = getattr(state, name).numpy(), getattr(initial, name).numpy()
+                if len(keep):
+                    getattr(state, name).assign(np.where(keep.reshape((-1,) + (1,) * (current.ndim - 1)), current, fresh))
+        if mask.all():
+            state.multiplier_step = 0.0
+        self.kinetic_energy.zero_()
 
     def reset_profile(self):
         """Set every phase time of ``profile_seconds`` back to 0."""
@@ -200,28 +195,40 @@ class Solver:
         """A replayable launch of ``kernel`` (called without arguments)."""
         return wp.launch(kernel, dim, inputs=inputs, outputs=outputs, device=self.model.device, record_cmd=True).launch
 
+    def row_outputs(self):
+        """The row arrays every constraint kernel writes, in the order its arguments end with:
+        J's offsets and values, the residual c, the compliance alpha and the damping ratio gamma."""
+        return [self.model.J_offsets, self.J_values, self.row_c, self.row_compliance, self.row_damping]
+
     def _recorded(self, state, control, h):
         """The recorded launches of a substep of length h [s] on these state and control arrays."""
-        arrays = (state.particle_q, state.particle_qd, state.particle_f, state.body_q, state.body_qd, state.body_f,
-                  control.pressure, control.joint_target, control.prismatic_rate)
-        # The public settings that launches take as arguments: changing one between steps re-records.
-        settings = (self.linear_iterations, self.contact_margin, self.stick_acceleration, self.fb_epsilon,
-                    self.contact_regularization, self.friction_slip_length, self.slide_compliance_ratio,
-                    self.min_stiffness_ratio)
-        key = (h, settings, *(id(a) for a in arrays))
+        key = self._recording_key_of(state, control, h)
         if key != self._recording_key:
-            m = self.model
+            has_rows = self.model.row_count > 0
             self._recording = {
-                "predict": self._predict_commands(state, h),
-                "warm_start": (self._drop_cold_commands() + self._jacobian_commands(state, control, h)
-                               + self._move_commands(state, self.lam)) if m.row_count else [],
-                "newton": self._newton_commands(state, control, h) if m.row_count else {},
-                "finish": self._finish_commands(state, 1.0 / h),
+                "predict": newton.predict_commands(self, state, h),
+                "warm_start": newton.warm_start_commands(self, state, control, h) if has_rows else [],
+                "start": newton.start_line_search_commands(self) if has_rows else [],
+                "newton": {"assemble": newton.assemble_commands(self, state, control, h),
+                           "solve": solve_commands(self), "update": newton.update_commands(self, state)}
+                if has_rows else {},
+                "final_check": (newton.assemble_commands(self, state, control, h)
+                                + newton.update_commands(self, state, take_step=False)) if has_rows else [],
+                "finish": newton.finish_commands(self, state, h),
                 "check": self._check_commands(state) + self.input_check.commands(self, state, control),
-                "arrays": arrays,  # keeps the keyed arrays alive, so that their ids stay theirs
+                "arrays": self._keyed_arrays(state, control),  # keeps them alive, so that their ids stay theirs
             }
             self._recording_key = key
         return self._recording
+
+    @staticmethod
+    def _keyed_arrays(state, control):
+        return (state.particle_q, state.particle_qd, state.particle_f, state.body_q, state.body_qd, state.body_f,
+                state.multipliers, control.pressure, control.joint_target, control.prismatic_rate)
+
+    def _recording_key_of(self, state, control, h):
+        """What the recorded launches depend on: the substep length, the settings, the gravity and the arrays."""
+        return (h, self.settings, tuple(self.model.gravity), *(id(a) for a in self._keyed_arrays(state, control)))
 
     def _run(self, commands, phase=None):
         if self.profile and phase is not None:
@@ -234,183 +241,55 @@ class Solver:
             self.profile_seconds[phase] += time.perf_counter() - start
 
     # ------------------------------------------------------------------ substep
-    def _substep(self, recording, h):
+    def _substep(self, recording, state, h):
         m = self.model
         self._run(recording["predict"], "predict")
         if m.row_count:
-            if self.warm_start and self._previous_h is not None:
-                self._start_from_previous_multipliers(recording, h)
+            if self.warm_start and state.multiplier_step > 0.0:
+                ratio = h / state.multiplier_step
+                # The same forces at the new substep length (lambda = f h^2), on the rows that carry them.
+                wp.launch(multipliers.keep_carried_multipliers, m.row_count, device=m.device,
+                          inputs=[state.multipliers, self.row_carried, ratio * ratio])
+                self._run(recording["warm_start"], "assemble")
             else:
-                self.lam.zero_()
-                if self.warm_start and m.pressure_channel_count:
-                    # This start is cold anyway: the switches flagged for it are spent.
-                    self.world_cold.zero_()
-            self._previous_h = h
+                state.multipliers.zero_()
+            self._run(recording["start"], "assemble")
             for _ in range(self.newton_iterations):
                 for phase, commands in recording["newton"].items():
                     self._run(commands, phase)
+            if self.line_search:
+                self._run(recording["final_check"], "update")
+            state.multiplier_step = h if self.warm_start else 0.0
         self._run(recording["finish"], "finish")
 
-    def _predict_commands(self, state, h):
-        m = self.model
-        commands = []
-        if m.particle_count:
-            commands.append(self.record(integration.predict_particles, m.particle_count, [
-                state.particle_q, state.particle_qd, state.particle_f, m.particle_inv_mass, m.gravity, m.planar_axis, h,
-                self.particle_q_prev, self.particle_q_pred]))
-        if m.body_count:
-            commands.append(self.record(integration.predict_bodies, m.body_count, [
-                state.body_q, state.body_qd, state.body_f, m.body_inv_mass, m.body_inertia, m.body_inv_inertia, m.gravity,
-                m.planar_axis, h, self.body_q_prev, self.body_q_pred]))
-        for ctype in self.constraint_types:
-            commands += ctype.predict_commands(self, state, h)
-        return commands
-
-    def _finish_commands(self, state, inv_h):
-        m = self.model
-        commands = []
-        if m.particle_count:
-            commands.append(self.record(integration.finish_particle_velocities, m.particle_count,
-                                         [state.particle_q, self.particle_q_pred, inv_h, state.particle_qd]))
-        if m.body_count:
-            commands.append(self.record(integration.finish_body_velocities, m.body_count,
-                                         [state.body_q, self.body_q_pred, inv_h, state.body_qd]))
-        return commands
-
-    def _start_from_previous_multipliers(self, recording, h):
-        """lambda <- previous lambda (h / h_prev)^2 (same forces), x <- x~ + M^-1 J(x~)^T lambda.
-
-        Every row of a world where a pressure channel switched its actuation rows on or off since
-        the last step starts from 0 instead: a switched row's force appears or vanishes at once, and
-        the other rows' previous multipliers, which balanced it, would throw the bodies far out of
-        equilibrium (a soft snake blew up within 0.1 s of a chamber switch when warm-started).
-        """
-        m, dev = self.model, self.model.device
-        ratio = h / self._previous_h
-        if ratio != 1.0:
-            wp.launch(multipliers.scale_multipliers, m.row_count, device=dev, inputs=[self.lam, ratio * ratio])
-        self._run(recording["warm_start"], "assemble")
-
-    def _drop_cold_commands(self):
-        """Zero the multipliers of the worlds whose pressure channels switched (none without channels)."""
-        m = self.model
-        if not m.pressure_channel_count:
-            return []
-        return [self.record(multipliers.drop_cold_multipliers, m.row_count, [self.lam, m.row_world, self.world_cold]),
-                self.world_cold.zero_]
-
-    def _newton_commands(self, state, control, h):
-        """One Newton iteration's launches by phase: assemble, solve, update."""
-        m = self.model
-        assemble = [self.record(integration.substep_displacement, self.entity_count, [
-            state.particle_q, self.particle_q_prev, state.body_q, self.body_q_prev, m.particle_count, self.displacement])]
-        assemble += self._jacobian_commands(state, control, h)
-        assemble.append(self.record(rows.prepare_rows, m.row_count, [
-            m.solve_offsets, m.solve_columns, self.J_solve_values, self.row_c, self.row_compliance, self.row_coupling,
-            m.row_block_start, self.row_damping, self.lam, self.displacement, m.particle_inv_mass, m.body_inv_mass,
-            self.body_inv_inertia_world, 3 * m.particle_count, self.planar],
-            outputs=[self.rhs, self.compliance_eff, self.coupling_eff, self.inv_diagonal]))
-        commands = []
-        for ctype in self.constraint_types:
-            commands += ctype.update_commands(self)
-        commands += self._move_commands(state, self.dlam)
-        commands.append(self.record(multipliers.accumulate_multipliers, m.row_count, [self.lam, self.dlam]))
-        return {"assemble": assemble, "solve": self._solve_commands(), "update": commands}
-
-    def _jacobian_commands(self, state, control, h):
-        """World inverse inertias, every row at the current positions, and the solver's copies of J and J^T."""
-        m = self.model
-        commands = []
-        if m.body_count:
-            commands.append(self.record(integration.update_world_inverse_inertia, m.body_count,
-                                         [state.body_q, m.body_inv_inertia, self.body_inv_inertia_world]))
-        # Row types other than tetrahedra have no block coupling; it stays zero from allocation
-        # except on tetrahedral normal rows, which rewrite it every iteration.
-        commands += [ctype.row_command(self, state, control, h) for ctype in self.constraint_types]
-        if m.solve_compact:
-            commands.append(self.record(rows.gather_solve_values, m.solve_nnz, [
-                self.J_values, m.solve_source, m.JT_source, self.J_solve_values, self.JT_values]))
-        else:
-            commands.append(self.record(rows.gather_values, m.solve_nnz, [self.J_values, m.JT_source, self.JT_values]))
-        return commands
-
-    def _move_commands(self, state, x):
-        """Move particles and bodies by M^-1 J^T x."""
-        m = self.model
-        return [self._inverse_mass_transpose_command(x),
-                self.record(integration.apply_position_update, self.entity_count,
-                             [self.u, m.particle_count, state.particle_q, state.body_q])]
-
-    def row_outputs(self):
-        """The row arrays every constraint kernel writes, in the order its arguments end with:
-        J's offsets and values, the residual c, the compliance alpha and the damping ratio gamma."""
-        return [self.model.J_offsets, self.J_values, self.row_c, self.row_compliance, self.row_damping]
-
-    # ------------------------------------------------------------------ linear solve
-    def _inverse_mass_transpose_command(self, x):
-        m = self.model
-        return self.record(operator.apply_inverse_mass_transpose, self.entity_count, [
-            m.JT_offsets, m.JT_offsets[1:], m.JT_columns, self.JT_values, x, m.particle_inv_mass, m.body_inv_mass, self.body_inv_inertia_world,
-            m.particle_count, self.planar], outputs=[self.u])
-
-    def _multiply_commands(self, x, y):
-        """y = [J M^-1 J^T + E] x."""
-        m = self.model
-        return [self._inverse_mass_transpose_command(x),
-                self.record(operator.multiply_rows, m.row_count, [
-                    m.solve_offsets, m.solve_columns, self.J_solve_values, self.u, x, self.compliance_eff, self.coupling_eff,
-                    m.row_block_start], outputs=[y])]
-
-    def _world_dot_commands(self, a, b, result, weight=None):
-        m = self.model
-        return [self.record(linear_solver.reduce_chunks, m.chunk_count, [
-                    a, b, a if weight is None else weight, 0 if weight is None else 1, m.chunk_start, m.chunk_end],
-                    outputs=[self.partial]),
-                self.record(linear_solver.reduce_worlds, m.world_count, [self.partial, m.world_chunk_start],
-                             outputs=[result])]
-
-    def _solve_commands(self):
-        """dlam ~= [J M^-1 J^T + E]^-1 rhs by Jacobi-preconditioned conjugate residual, per world."""
-        m = self.model
-        if self.linear_solver == "per_world":
-            return [self.record(linear_solver.cr_solve_per_world, m.world_count, [
-                m.row_world_start_device, m.particle_world_start_device, m.body_world_start_device, m.particle_count,
-                self.planar, self.linear_iterations, m.solve_offsets, m.solve_columns, self.J_solve_values, m.JT_offsets, m.JT_columns,
-                self.JT_values, m.particle_inv_mass, m.body_inv_mass, self.body_inv_inertia_world, self.compliance_eff,
-                self.coupling_eff, m.row_block_start, self.rhs, self.inv_diagonal, self.row_live, self.live_rows,
-                self.JT_live_ends],
-                outputs=[self.u, self.z, self.p, self.Az, self.Ap, self.dlam])]
-        n, W = m.row_count, m.world_count
-        commands = [self.record(linear_solver.cr_start, n, [self.rhs, self.inv_diagonal], outputs=[self.dlam, self.z, self.p])]
-        commands += self._multiply_commands(self.z, self.Az)
-        commands.append(functools.partial(wp.copy, self.Ap, self.Az))
-        commands += self._world_dot_commands(self.z, self.Az, self.zAz)
-        commands.append(functools.partial(wp.copy, self.zAz_start, self.zAz))
-        iteration = self._world_dot_commands(self.Ap, self.Ap, self.ApPAp, weight=self.inv_diagonal)
-        iteration.append(self.record(linear_solver.cr_step_size, W, [self.zAz, self.zAz_start, self.ApPAp],
-                                      outputs=[self.alpha]))
-        iteration.append(self.record(linear_solver.cr_update_solution, n, [
-            m.row_world, self.alpha, self.p, self.Ap, self.inv_diagonal], outputs=[self.dlam, self.z]))
-        iteration += self._multiply_commands(self.z, self.Az)
-        iteration += self._world_dot_commands(self.z, self.Az, self.zAz_new)
-        iteration.append(self.record(linear_solver.cr_direction_ratio, W, [self.zAz_new, self.zAz_start, self.zAz],
-                                      outputs=[self.beta]))
-        iteration.append(self.record(linear_solver.cr_update_direction, n, [
-            m.row_world, self.beta, self.z, self.Az], outputs=[self.p, self.Ap]))
-        return commands + iteration * self.linear_iterations
-
     # ------------------------------------------------------------------ checks
+    def _check_belongs(self, obj, name):
+        """A State or Control of this solver's model (sizes and device), checked once per object."""
+        if id(obj) in self._checked:
+            return
+        m = self.model
+        expected = {"particle_q": m.particle_count, "body_q": m.body_count, "multipliers": m.row_count,
+                    "pressure": m.pressure_channel_count, "joint_target": m.spring_count,
+                    "prismatic_rate": m.prismatic_count}
+        if obj is None or not (hasattr(obj, "particle_q") or hasattr(obj, "pressure")):
+            raise ConfigError(f"{name} must be a State or Control of this solver's model, got {type(obj).__name__}")
+        for field, count in expected.items():
+            array = getattr(obj, field, None)
+            if array is None:
+                continue
+            if array.device != m.device or (count and array.shape[0] != count):
+                raise ConfigError(f"{name} belongs to another model: its {field} holds {array.shape[0]} entries on "
+                                  f"{array.device}, this model {count} on {m.device} (make it with model.state() or "
+                                  f"model.control())")
+        self._checked.add(id(obj))
+
     def _check_commands(self, state):
         m = self.model
-        commands = [self.world_flag.zero_]
-        if m.particle_count:
-            commands.append(self.record(checks.flag_blown_up_particles, m.particle_count,
-                                         [state.particle_q, state.particle_qd, m.particle_world, self.max_speed,
-                                          self.world_flag]))
-        if m.body_count:
-            commands.append(self.record(checks.flag_blown_up_bodies, m.body_count,
-                                         [state.body_q, state.body_qd, m.body_world, self.max_speed, self.world_flag]))
-        return commands
+        return [self.record(checks.check_worlds, m.world_count, [
+            m.particle_world_start_device, m.body_world_start_device, state.particle_q, state.particle_qd,
+            m.particle_inv_mass, state.body_q, state.body_qd, m.body_inv_mass, m.body_inertia, self.max_speed,
+            self.max_angular_speed, self.energy_growth_limit, self.energy_floor],
+            outputs=[self.kinetic_energy, self.world_flag])]
 
     def _raise_if_blown_up(self, recording):
         self._run(recording["check"], "check")
@@ -418,9 +297,10 @@ class Solver:
         flags = self.world_flag.numpy()
         bad = np.flatnonzero(flags)
         if len(bad):
-            w = int(bad[0])
-            what = "non-finite state" if flags[w] == checks.NONFINITE else f"a speed above {self.max_speed:g} m/s"
+            w = int(bad[np.argmax(flags[bad])])
+            what = FLAG_NAMES[int(flags[w])].format(**vars(self.settings))
             raise SimulationError(
                 f"world {w} blew up ({what}) after step {self.step_count} "
                 f"({len(bad)} world(s) affected); reduce dt or check the model's parameters",
-                world=w, step=self.step_count)
+                world=w, step=self.step_count, reason=what)
+

@@ -192,14 +192,51 @@ def test_rejected_add_leaves_no_trace_and_the_builder_goes_on(add, message):
 
 
 def test_world_is_added_whole_or_not_at_all():
-    """A world whose offset moves it beyond the position bound adds nothing (no half-copied lists)."""
+    """An offset beyond the position bound adds nothing: add_world refuses it, and replicate refuses a
+    batch whose last copy lies beyond it before adding the first copy (no half-added batch)."""
     world = two_bodies()
     scene = softsnake.ModelBuilder()
     scene.add_world(world)
     before = list_lengths(scene)
-    with pytest.raises(ModelError, match=r"add_world: offset .* moves body 1 beyond 10000 m"):
-        scene.add_world(world, offset=(9999.5, 0.0, 0.0))
+    with pytest.raises(ModelError, match=r"world offset \[10001.0, 0.0, 0.0\] lies beyond 10000 m"):
+        scene.add_world(world, offset=(10001.0, 0.0, 0.0))
+    with pytest.raises(ModelError, match=r"replicate offset of copy 3 \[12000.0, 0.0, 0.0\] lies beyond 10000 m"):
+        scene.replicate(world, 4, spacing=(4000.0, 0.0, 0.0))
     assert list_lengths(scene) == before and scene.world_count == 1
+
+
+def test_worlds_keep_their_own_coordinates():
+    """Worlds are simulated in their own frames: add_world keeps positions and anchors to the static world
+    as the world's builder holds them and records the offset. (It used to add the offset to them, so a
+    world 9999.5 m out, whose body then lay beyond the position bound, was refused.)"""
+    world = two_bodies()
+    world.add_hinge(-1, 1, (1.0, 0.0, 2.0), (0.0, 1.0, 0.0))
+    world.add_ground()
+    scene = softsnake.ModelBuilder()
+    scene.add_world(world)
+    scene.add_world(world, offset=(9999.5, -20.0, 3.0))
+    assert np.array_equal(scene.particle_q[1], world.particle_q[0])
+    assert np.array_equal(scene.body_q[3][0], world.body_q[1][0])
+    assert np.array_equal(scene.hinge_anchor_a[1], world.hinge_anchor_a[0])
+    assert np.array_equal(scene.obstacle_pos[1], world.obstacle_pos[0])
+    assert np.array_equal(scene.world_offsets(), [[0.0, 0.0, 0.0], [9999.5, -20.0, 3.0]])
+    model = scene.finalize("cpu")
+    assert model.world_offset.dtype == np.float64 and np.array_equal(model.world_offset, scene.world_offsets())
+    state = model.state()
+    assert np.array_equal(model.scene_particle_q(state)[1], [9999.5, -20.0, 4.0])
+    assert np.array_equal(model.scene_body_q(state)[3], [10000.5, -20.0, 4.0, 0.0, 0.0, 0.0, 1.0])
+    single = two_bodies().finalize("cpu")
+    assert np.array_equal(single.world_offset, np.zeros((1, 3)))
+
+
+def test_add_world_refuses_a_builder_of_worlds():
+    """A builder that holds worlds has a frame per world: merged into one world they would overlap."""
+    inner = softsnake.ModelBuilder()
+    inner.add_world(two_bodies(), offset=(0.0, 1.0, 0.0))
+    scene = softsnake.ModelBuilder()
+    with pytest.raises(ModelError, match="holds worlds of its own"):
+        scene.add_world(inner)
+    assert scene.world_count == 0
 
 
 @pytest.mark.parametrize("corrupt, message", [

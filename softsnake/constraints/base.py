@@ -40,8 +40,6 @@ class Field:
         index: "particle", "body" or "pressure_channel" for an index that ``add_world`` renumbers
             (negative values, meaning "none" or "the static world", are kept); "" otherwise
         optional: for an index, whether -1 ("none", or the static world) is allowed
-        world_anchor_of: for a point [m] given in world coordinates when the named body field is -1
-            (a joint to the static world): ``add_world`` moves it with the world's offset
         upload: False for builder-only fields that ``finalize`` turns into other arrays
     """
 
@@ -51,23 +49,20 @@ class Field:
     doc: str
     index: str = ""
     optional: bool = False
-    world_anchor_of: str = ""
     upload: bool = True
 
 
-def shift_field(field, values, *, particle_offset, body_offset, channel_offset, offset, anchors_of):
-    """A field's values from another builder, renumbered and moved for ``ModelBuilder.add_world``.
+def shift_field(field, values, *, particle_offset, body_offset, channel_offset):
+    """A field's values from another builder, renumbered for ``ModelBuilder.add_world``.
 
     Index fields hold an int (negative: none, or the static world, kept as it is) or a tuple of
-    ints; ``anchors_of`` maps a body field's name to its values for the same items (world anchors).
+    ints. Nothing is moved: every world keeps the coordinates of its builder (its own frame).
     """
     if field.index:
         shift = {"particle": particle_offset, "body": body_offset, "pressure_channel": channel_offset}[field.index]
         if values and isinstance(values[0], tuple):
             return [tuple(i + shift for i in v) for v in values]
         return [v + shift if v >= 0 else v for v in values]
-    if field.world_anchor_of:
-        return [v + offset if b < 0 else v for v, b in zip(values, anchors_of[field.world_anchor_of])]
     return list(values)
 
 
@@ -107,6 +102,12 @@ class ConstraintType(ItemKind):
     fields = ()
     built = True
     """Whether a builder holds the items (False: ``columns`` makes them at finalize, as contact slots)."""
+    carries_multipliers = False
+    """Whether the warm start carries this type's multipliers into the next substep. Contacts do: their
+    forces persist from substep to substep (a resting body's weight, a sticking contact's friction),
+    and rebuilding them from zero every substep lets sticking contacts creep. Elastic and bilateral
+    rows start from zero: a stiff row's force can change sign between substeps (omega h > 1), and
+    carrying it then starts the iteration on the wrong side of its solution."""
     planar_axis = None
     """For joints (fields body_a, axis_a): in a planar model the axis must be the plane "normal", or lie
     "in_plane"; None for types without an axis."""
@@ -165,8 +166,7 @@ def joint_fields(axis_doc, anchors=True):
     fields = [Field("body_a", int, "", "first body, -1 for the static world", index="body", optional=True),
               Field("body_b", int, "", "second body", index="body")]
     if anchors:
-        fields += [Field("anchor_a", wp.vec3, "m", "joint point in a's frame (world frame for the static world)",
-                         world_anchor_of="body_a"),
+        fields += [Field("anchor_a", wp.vec3, "m", "joint point in a's frame (the world's frame for the static world)"),
                    Field("anchor_b", wp.vec3, "m", "joint point in b's frame")]
     return (*fields, Field("axis_a", wp.vec3, "", axis_doc))
 

@@ -2,23 +2,50 @@
 
 Every collision point (a particle, or a point fixed on a body shape: sphere centre, capsule
 end, box corner, or the lowest rim point of a cylinder cap) has one fixed slot per static
-obstacle of its world, so the Jacobian's sparsity never changes; a slot is active when its
+obstacle its world sees (its own, and its copy of each shared one, in the world's frame:
+``shapes.world_obstacles``), so the Jacobian's sparsity never changes; a slot is active when its
 point comes within a margin of the obstacle at the predicted positions.
 
 Normal row (Fischer-Burmeister): a = gap, b = r lambda_n with r = J M^-1 J^T of the row (so a
 and b are both lengths), phi = a + b - sqrt(a^2 + b^2). Dividing the linearised phi by
 d phi / d a gives a compliant row: compliance r (d phi/d b)/(d phi/d a) >= 0, right-hand side
--phi / (d phi / d a). The corner a = b = 0 is regularised by a tiny length inside the root.
+-phi / (d phi / d a). The corner a = b = 0 is regularised by a tiny length inside the root, and
+a proximal floor (``contact_regularization`` r) on the compliance of the matrix only keeps the
+system regular with redundant contacts without moving the solution (phi = 0).
 
 Friction rows (two per contact, Coulomb, isotropic) act on the tangential displacement of the
-contact point since the start of the substep, u = D^T (p(x) - p(x_n)). A sticking contact holds
-u -> 0 through slightly compliant rows whose stiffness is proportional to the normal load, so
-several contacts of one body share friction in proportion to their normal forces and leave the
-cone together. When a Newton step's friction multiplier leaves the cone |lambda_f| <= mu lambda_n,
-the contact switches to sliding and its world's step is rejected (check_friction_cone); a
-sliding contact's rows then hold lambda_f on the cone along the direction of the stick force
-that left it, inside the linear solve. It keeps sliding while it slips by more than friction
-could stop in one substep (mu g h^2), checked at each substep's detection.
+contact point since the start of the substep, u = D^T (p(x) - p(x_n)) (a slip of h times the
+slip velocity), with the friction multipliers lambda_f (the force is lambda_f / h^2, as for every
+row). Coulomb's law with maximal dissipation is the complementarity problem
+
+    |lambda_f| <= mu lambda_n,   0 <= |u|  perp  mu lambda_n - |lambda_f| >= 0,   lambda_f || -u,
+
+(stick: u = 0 inside the cone; slip: on the cone, against the slip). Derivation of the rows
+(after Macklin et al. 2019, "Non-Smooth Newton Methods for Deformable Multi-Body Dynamics",
+smooth isotropic friction): take a unit direction e, the direction the friction force points,
+from the current iterate as e = normalize(lambda_f - u / r) (at a solution lambda_f = t e and
+u = -s e with t, s >= 0, so this is exact there; sticking, it is the force's direction, sliding
+the slip's), and write the magnitude complementarity on s_e = -e . u and g = mu lambda_n - e . lambda_f
+with the Fischer-Burmeister function phi(a, b) = a + b - sqrt(a^2 + b^2 + eps^2), a = s_e,
+b = r g, r the row's J M^-1 J^T (so that both are lengths). Newton's linearisation with e and
+mu lambda_n held for the iteration, ds_e = -e . du and dg = -e . dlambda_f, gives
+
+    phi_a ds_e + r phi_b dg = -phi   =>   e . du + W e . dlambda_f = phi / phi_a,   W = r phi_b / phi_a,
+
+a compliant row along e with compliance W >= 0 that depends on the slip and on mu lambda_n. Across e
+the force must vanish while sliding and the slip while sticking: e_perp . (u + W lambda_f) = 0, the
+same compliance. One isotropic W serves both directions, so the two rows keep the fixed tangent
+basis (t1, t2) and take the right-hand side R = e phi / phi_a - e_perp e_perp . (u + W lambda_f):
+du + W dlambda_f = R. Sticking (a = 0 < b) gives W = 0, a hard row holding u = 0; sliding
+(b = 0 < a) gives phi_a = 0, W -> infinity, and the row sets lambda_f on the cone, e . dlambda_f =
+phi / (r phi_b); the same formula covers both and every state between, and no contact changes
+state by a rule outside the iteration. phi_a is floored at 1e-3 (W at most 1000 r phi_b), which
+changes the path of the iteration but not its solution (there R = 0, i.e. phi = 0): Newton's
+ratio R / W stays the exact one while float32 keeps the row's c + W lambda_f accurate. A small
+proximal floor (``friction_regularization`` r) on the matrix only, not the residual, keeps the
+system regular where several contacts hold one body (a box's four corners: eight friction rows
+for two tangential degrees of freedom); it also leaves the solution unchanged. A contact with
+mu = 0 has neutral friction rows.
 
 In a planar model a contact has its normal row and one friction row, along the first tangent
 (in the plane for the in-plane normals of obstacles standing on the plane): friction out of the
@@ -37,7 +64,7 @@ from softsnake.kernels.entities import (
 )
 
 from .base import ConstraintType, Field
-from .shapes import PointKind, collision_points, obstacle_distance
+from .shapes import PointKind, collision_points, obstacle_distance, world_obstacles
 
 FRICTION_ROWS = wp.constant(2)
 """Friction rows of a contact (planar models: 1)."""
@@ -83,12 +110,7 @@ def detect_contacts(
     obstacle_transform: wp.array(dtype=wp.transform),
     obstacle_size: wp.array(dtype=wp.vec3),
     margin: float,
-    contact_slot_mu: wp.array(dtype=float),
-    stick_acceleration: float,
-    h: float,
     contact_active: wp.array(dtype=int),
-    contact_sliding: wp.array(dtype=int),
-    contact_slide_direction: wp.array(dtype=wp.vec2),
     contact_anchor: wp.array(dtype=wp.vec3),
     contact_normal: wp.array(dtype=wp.vec3),
     contact_surface: wp.array(dtype=wp.vec3),
@@ -127,19 +149,8 @@ def detect_contacts(
     contact_start[s] = p0
     if gap < margin + wp.length(p - p0):
         contact_active[s] = 1
-        # A sliding contact sticks again once its predicted slip over the substep is smaller than
-        # what friction under a gravity-level load removes in one substep (mu g h^2); the same
-        # test runs at every Newton iteration (eval_contact_rows).
-        # It also sticks again when it slips along its friction (the friction would accelerate it).
-        slip = (p - p0) - n * wp.dot(n, p - p0)
-        basis = tangent_basis(n)
-        along = contact_slide_direction[s][0] * wp.dot(slip, wp.vec3(basis[0, 0], basis[0, 1], basis[0, 2]))
-        along += contact_slide_direction[s][1] * wp.dot(slip, wp.vec3(basis[1, 0], basis[1, 1], basis[1, 2]))
-        if wp.length(slip) < contact_slot_mu[s] * stick_acceleration * h * h or along > 0.0:
-            contact_sliding[s] = 0
     else:
         contact_active[s] = 0
-        contact_sliding[s] = 0
 
 
 @wp.func
@@ -172,6 +183,34 @@ def zero_contact_jacobian(J_values: wp.array(dtype=float), nz: int, entity: int,
         write_body_block(J_values, nz, wp.vec3(0.0), wp.vec3(0.0))
 
 
+@wp.func
+def friction_rows(u: wp.vec2, lam_f: wp.vec2, limit: float, r: float, fb_epsilon: float, planar: int):
+    """(compliance W, right-hand side R, d phi / d a) of a contact's friction rows: du + W dlambda_f = R
+    (module docstring); R d phi/d a is the rows' own residual (phi along e).
+
+    u: slip since the substep's start in the tangent basis [m]; lam_f: friction multipliers; limit:
+    mu lambda_n; r: the rows' J M^-1 J^T. Planar contacts use the first component only.
+    """
+    trial = lam_f - u / r
+    e = wp.vec2(1.0, 0.0)
+    if planar != 0:
+        trial = wp.vec2(trial[0], 0.0)
+        u = wp.vec2(u[0], 0.0)
+        lam_f = wp.vec2(lam_f[0], 0.0)
+    length = wp.length(trial)
+    if length > 0.0:
+        e = trial / length
+    e_perp = wp.vec2(-e[1], e[0])
+    a = -wp.dot(e, u)
+    b = r * (limit - wp.dot(e, lam_f))
+    root = wp.sqrt(a * a + b * b + fb_epsilon * fb_epsilon)
+    phi = a + b - root
+    phi_a = wp.max(1.0 - a / root, 1.0e-3)
+    W = r * (1.0 - b / root) / phi_a
+    R = e * (phi / phi_a) - e_perp * wp.dot(e_perp, u + lam_f * W)
+    return wp.vec4(W, R[0], R[1], phi_a)
+
+
 @wp.kernel
 def eval_contact_rows(
     particle_q: wp.array(dtype=wp.vec3),
@@ -185,32 +224,32 @@ def eval_contact_rows(
     contact_slot_mu: wp.array(dtype=float),
     contact_slot_row: wp.array(dtype=int),
     contact_active: wp.array(dtype=int),
-    contact_sliding: wp.array(dtype=int),
-    contact_slide_direction: wp.array(dtype=wp.vec2),
     contact_anchor: wp.array(dtype=wp.vec3),
     contact_normal: wp.array(dtype=wp.vec3),
     contact_surface: wp.array(dtype=wp.vec3),
     contact_start: wp.array(dtype=wp.vec3),
     lam: wp.array(dtype=float),
     fb_epsilon: float,
-    regularization: float,
-    slip_length: float,
-    slide_compliance_ratio: float,
+    contact_regularization: float,
+    friction_regularization: float,
     planar: int,
     J_offsets: wp.array(dtype=int),
     J_values: wp.array(dtype=float),
     row_c: wp.array(dtype=float),
     row_compliance: wp.array(dtype=float),
     row_damping: wp.array(dtype=float),
+    row_residual_scale: wp.array(dtype=float),
 ):
     s = nonnegative(wp.tid())
     e = nonnegative(contact_slot_entity[s])
     row = nonnegative(contact_slot_row[s])
-    friction_rows = FRICTION_ROWS
+    friction_count = FRICTION_ROWS
     if planar != 0:
-        friction_rows = 1
+        friction_count = 1
+    for k in range(1 + friction_count):
+        row_residual_scale[row + k] = 1.0
     if contact_active[s] == 0:
-        for k in range(1 + friction_rows):
+        for k in range(1 + friction_count):
             zero_contact_jacobian(J_values, nonnegative(J_offsets[row + k]), e, particle_count)
             write_neutral_row(row + k, row_c, row_compliance, row_damping)
         return
@@ -236,95 +275,47 @@ def eval_contact_rows(
     phi = a + b - root
     phi_a = wp.max(1.0 - a / root, 1.0e-9)
     phi_b = 1.0 - b / root
-    # A small floor on the compliance keeps the system regular when several contacts hold one
-    # body (four corners of a box: more rows than degrees of freedom).
-    alpha = w_n * (phi_b / phi_a + regularization)
+    alpha = w_n * (phi_b / phi_a + contact_regularization)
     row_c[row] = phi / phi_a - alpha * lam_n
     row_compliance[row] = alpha
     row_damping[row] = 0.0
+    row_residual_scale[row] = phi_a
 
-    # Friction rows. Sticking: (nearly) hard on the tangential displacement. Sliding (see
-    # check_friction_cone): the rows hold the friction multiplier on the cone, along the direction
-    # of the stick force that left it, inside the linear solve, so that every other row of that
-    # solve sees the true friction.
-    u = basis * (p - contact_start[s])
-    limit = contact_slot_mu[s] * wp.max(lam_n, 0.0)
-    for k in range(friction_rows):
-        fr = row + 1 + k
-        nz_t = nonnegative(J_offsets[fr])
+    # Friction rows (module docstring): one compliance W for both, the right-hand side R.
+    mu = contact_slot_mu[s]
+    w_t = float(0.0)
+    for k in range(friction_count):
         t = wp.vec3(basis[k, 0], basis[k, 1], basis[k, 2])
-        w_t = write_contact_jacobian(
-            J_values, nz_t, e, particle_count, r, t, particle_inv_mass, body_inv_mass, body_inv_inertia_world
-        )
-        row_damping[fr] = 0.0
-        if limit <= 0.0 or w_t <= 0.0:
-            # No friction yet (or none at all): the row must not touch the bodies.
-            zero_contact_jacobian(J_values, nz_t, e, particle_count)
-            write_neutral_row(fr, row_c, row_compliance, row_damping)
-        elif contact_sliding[s] == 0:
-            row_c[fr] = u[k]
-            # Slightly compliant, stiffer in proportion to the normal load: several contacts on
-            # one body then share friction in proportion to their normal forces and reach the
-            # cone together (a box sticks until its total friction exceeds mu N).
-            row_compliance[fr] = 0.1 * regularization * w_t + slip_length / wp.max(lam_n, 1.0e-20)
-        else:
-            target = limit * contact_slide_direction[s][k]
-            big = slide_compliance_ratio * w_t
-            row_c[fr] = -big * target
-            row_compliance[fr] = big
-
-
-@wp.kernel
-def check_friction_cone(
-    contact_slot_mu: wp.array(dtype=float),
-    contact_slot_row: wp.array(dtype=int),
-    row_world: wp.array(dtype=int),
-    planar: int,
-    contact_active: wp.array(dtype=int),
-    lam: wp.array(dtype=float),
-    dlam: wp.array(dtype=float),
-    contact_sliding: wp.array(dtype=int),
-    contact_slide_direction: wp.array(dtype=wp.vec2),
-    world_reject: wp.array(dtype=int),
-):
-    """Switch a sticking contact whose new friction multiplier left the cone to sliding.
-
-    Its sliding direction is that of the stick force (the implicit answer to "what would stop
-    the slip", stable even on light bodies), and the whole Newton step of its world is rejected:
-    clipping one contact's friction after the solve would leave every other row of that solve
-    out of balance. The next iteration re-solves with the contact sliding. A contact switches
-    at most once per substep (it sticks again only at the next substep's detection), so the
-    rejections end.
-    """
-    s = nonnegative(wp.tid())
-    if contact_active[s] == 0 or contact_sliding[s] != 0:
+        w_t += write_contact_jacobian(J_values, nonnegative(J_offsets[row + 1 + k]), e, particle_count, r, t,
+                                      particle_inv_mass, body_inv_mass, body_inv_inertia_world)
+    w_t = w_t / float(friction_count)
+    if mu <= 0.0 or w_t <= 0.0:
+        # Frictionless: the rows must not touch the bodies.
+        for k in range(friction_count):
+            zero_contact_jacobian(J_values, nonnegative(J_offsets[row + 1 + k]), e, particle_count)
+            write_neutral_row(row + 1 + k, row_c, row_compliance, row_damping)
         return
-    row = nonnegative(contact_slot_row[s])
-    limit = contact_slot_mu[s] * wp.max(lam[row] + dlam[row], 0.0)
-    f = wp.vec2(lam[row + 1] + dlam[row + 1], 0.0)
+    slip = basis * (p - contact_start[s])
+    lam_f = wp.vec2(lam[row + 1], 0.0)
     if planar == 0:
-        f[1] = lam[row + 2] + dlam[row + 2]
-    norm = wp.length(f)
-    if limit > 0.0 and norm > limit * (1.0 + 1.0e-6):
-        contact_sliding[s] = 1
-        contact_slide_direction[s] = f / norm
-        wp.atomic_max(world_reject, nonnegative(row_world[row]), 1)
-
-
-@wp.kernel
-def reject_world_steps(row_world: wp.array(dtype=int), world_reject: wp.array(dtype=int), dlam: wp.array(dtype=float)):
-    i = nonnegative(wp.tid())
-    if world_reject[nonnegative(row_world[i])] != 0:
-        dlam[i] = 0.0
+        lam_f = wp.vec2(lam[row + 1], lam[row + 2])
+    rows = friction_rows(wp.vec2(slip[0], slip[1]), lam_f, mu * wp.max(lam_n, 0.0), w_t, fb_epsilon, planar)
+    W = rows[0] + friction_regularization * w_t
+    for k in range(friction_count):
+        row_c[row + 1 + k] = -rows[1 + k] - W * lam_f[k]
+        row_compliance[row + 1 + k] = W
+        row_damping[row + 1 + k] = 0.0
+        row_residual_scale[row + 1 + k] = rows[3]
 
 
 class ContactSlot(ConstraintType):
-    """One slot per (collision point, obstacle of its world or shared by all worlds): a normal row and
-    the friction rows, active while the point is within the margin of the obstacle."""
+    """One slot per (collision point, obstacle its world sees: its own or its copy of a shared one): a
+    normal row and the friction rows, active while the point is within the margin of the obstacle."""
 
     name = "contact_slot"
     label = "contact slot"
     built = False
+    carries_multipliers = True
     fields = (
         Field("entity", int, "", "the colliding particle i, or body b as particle_count + b"),
         Field("kind", int, "", "PointKind of the collision point"),
@@ -333,19 +324,24 @@ class ContactSlot(ConstraintType):
         Field("rim_radius", float, "m", "cylinder radius of a rim point, 0 otherwise"),
         Field("radius", float, "m", "contact radius of the point (sphere, capsule, particle radius)"),
         Field("mu", float, "", "friction coefficient: the smaller of the shape's and the obstacle's"),
-        Field("obstacle", int, "", "the obstacle"),
+        Field("obstacle", int, "", "the obstacle: an entry of the model's obstacle table, in the slot's world"),
     )
 
     def columns(self, builder):
-        """Every collision point against every obstacle of its world or of all worlds."""
+        """Every collision point against every obstacle its world sees: the world's own and its copy of
+        each shared one, entries of the model's obstacle table (``world_obstacles``)."""
         columns = {name: [] for name in (*(f.name for f in self.fields), "world")}
+        table = world_obstacles(builder)
+        entries = {}
         for entity, kind, local, axis, rim_radius, radius, mu, world in collision_points(builder):
-            for o in range(builder.obstacle_count):
-                if builder.obstacle_world[o] in (-1, world):
-                    for name, value in (("entity", entity), ("kind", int(kind)), ("local", local), ("axis", axis),
-                                        ("rim_radius", rim_radius), ("radius", radius),
-                                        ("mu", min(mu, builder.obstacle_mu[o])), ("obstacle", o), ("world", world)):
-                        columns[name].append(value)
+            if world not in entries:
+                entries[world] = table.of_world(world)
+            for o in entries[world]:
+                for name, value in (("entity", entity), ("kind", int(kind)), ("local", local), ("axis", axis),
+                                    ("rim_radius", rim_radius), ("radius", radius),
+                                    ("mu", min(mu, builder.obstacle_mu[table.source[o]])), ("obstacle", int(o)),
+                                    ("world", world)):
+                    columns[name].append(value)
         return columns
 
     def rows_per_item(self, planar):
@@ -357,11 +353,8 @@ class ContactSlot(ConstraintType):
     def allocate(self, solver):
         n = solver.model.contact_slot_count
         solver.contact_active = solver.zeros(n, int)
-        solver.contact_sliding = solver.zeros(n, int)
-        solver.contact_slide_direction = solver.zeros(n, wp.vec2)
         for name in ("contact_anchor", "contact_normal", "contact_surface", "contact_start"):
             setattr(solver, name, solver.zeros(n, wp.vec3))
-        solver.world_reject = wp.zeros(solver.model.world_count, dtype=int, device=solver.model.device)
 
     def predict_commands(self, solver, state, h):
         m = solver.model
@@ -369,27 +362,18 @@ class ContactSlot(ConstraintType):
             state.particle_q, solver.particle_q_prev, state.body_q, solver.body_q_prev, m.particle_count,
             m.contact_slot_entity, m.contact_slot_kind, m.contact_slot_local, m.contact_slot_axis,
             m.contact_slot_rim_radius, m.contact_slot_radius, m.contact_slot_obstacle, m.obstacle_kind,
-            m.obstacle_transform, m.obstacle_size, solver.contact_margin, m.contact_slot_mu, solver.stick_acceleration,
-            h], outputs=[solver.contact_active, solver.contact_sliding, solver.contact_slide_direction,
-                         solver.contact_anchor, solver.contact_normal, solver.contact_surface, solver.contact_start])]
+            m.obstacle_transform, m.obstacle_size, solver.contact_margin],
+            outputs=[solver.contact_active, solver.contact_anchor, solver.contact_normal, solver.contact_surface,
+                     solver.contact_start])]
 
     def row_command(self, solver, state, control, h):
         m = solver.model
         return solver.record(eval_contact_rows, m.contact_slot_count, [
             state.particle_q, state.body_q, m.particle_inv_mass, m.body_inv_mass, solver.body_inv_inertia_world,
             m.particle_count, m.contact_slot_entity, m.contact_slot_radius, m.contact_slot_mu, m.contact_slot_row,
-            solver.contact_active, solver.contact_sliding, solver.contact_slide_direction, solver.contact_anchor,
-            solver.contact_normal, solver.contact_surface, solver.contact_start, solver.lam, solver.fb_epsilon,
-            solver.contact_regularization, solver.friction_slip_length, solver.slide_compliance_ratio, solver.planar,
-            *solver.row_outputs()])
-
-    def update_commands(self, solver):
-        m = solver.model
-        return [solver.world_reject.zero_,
-                solver.record(check_friction_cone, m.contact_slot_count, [
-                    m.contact_slot_mu, m.contact_slot_row, m.row_world, solver.planar, solver.contact_active, solver.lam,
-                    solver.dlam, solver.contact_sliding, solver.contact_slide_direction, solver.world_reject]),
-                solver.record(reject_world_steps, m.row_count, [m.row_world, solver.world_reject, solver.dlam])]
+            solver.contact_active, solver.contact_anchor, solver.contact_normal, solver.contact_surface,
+            solver.contact_start, state.multipliers, solver.fb_epsilon, solver.contact_regularization,
+            solver.friction_regularization, solver.planar, *solver.row_outputs(), solver.row_residual_scale])
 
 
 CONTACT_SLOT = ContactSlot()

@@ -6,9 +6,15 @@ a box's eight corners, a cylinder's rim points). Particles collide as points wit
 Obstacles (``add_ground``, ``add_obstacle_box``, ``add_obstacle_cylinder``) are static: a
 half-space, a box, a cylinder, each with a signed distance (``obstacle_distance``). Contact rows
 between them are ``softsnake.constraints.contact``.
+
+Every world is simulated in its own frame (``ModelBuilder.add_world``), so an obstacle shared by
+all worlds is seen by each at another place: ``world_obstacles`` gives every world its own copy of
+each shared obstacle, moved into the world's frame, next to the world's own obstacles. That table
+is the model's obstacle arrays and what contact slots point at.
 """
 
 import math
+from dataclasses import dataclass
 from enum import IntEnum
 
 import numpy as np
@@ -112,6 +118,58 @@ def obstacle_distance(kind: int, tf: wp.transform, size: wp.vec3, p: wp.vec3):
             d = dz
             n = axial
     return wp.vec4(wp.quat_rotate(q, n)[0], wp.quat_rotate(q, n)[1], wp.quat_rotate(q, n)[2], d)
+
+
+@dataclass(frozen=True)
+class WorldObstacles:
+    """Every world's obstacles in its own frame, world after world (``world_obstacles``).
+
+    Attributes:
+        world: world of each entry, int64, shape (n,)
+        source: the builder's obstacle each entry is (a shared one once per world), int64, shape (n,)
+        pos: centre (plane: a point on it) in the world's frame [m], float64, shape (n, 3)
+    The kind, rotation, size and mu of an entry are its source's (``ModelBuilder.obstacle_*``).
+    """
+
+    world: np.ndarray
+    source: np.ndarray
+    pos: np.ndarray
+
+    def of_world(self, world):
+        """Indices of the entries of ``world``, in the builder's order of their sources."""
+        return np.flatnonzero(self.world == world)
+
+
+def obstacle_in_frame(kind, position, rotation, offset):
+    """Position [m] of a shared obstacle seen from a world placed at ``offset`` [m], in float64.
+
+    A box or a cylinder moves by -offset. A plane is the same plane wherever a point on it sits,
+    so only its height along the normal n changes, by -n . offset: the point moves along n, and a
+    plane through the origin stays there for every offset within it (a ground under worlds side by
+    side is the same ground, to the bit, in every world).
+    """
+    position, offset = np.asarray(position, dtype=np.float64), np.asarray(offset, dtype=np.float64)
+    if kind == ObstacleKind.PLANE:
+        normal = quat_to_matrix(rotation)[:, 2]
+        return position - normal * float(np.dot(normal, offset))
+    return position - offset
+
+
+def world_obstacles(builder):
+    """The obstacle table of ``builder``'s model (``WorldObstacles``): for every world, in the builder's
+    order, its own obstacles as they are and a copy of each shared one (world -1) in its frame."""
+    offsets = builder.world_offsets()
+    obstacle_world = np.asarray(builder.obstacle_world, dtype=np.int64)
+    world, source, pos = [], [], []
+    for w, offset in enumerate(offsets):
+        for o in np.flatnonzero((obstacle_world == -1) | (obstacle_world == w)):
+            shared = obstacle_world[o] == -1
+            world.append(w)
+            source.append(int(o))
+            pos.append(obstacle_in_frame(builder.obstacle_kind[o], builder.obstacle_pos[o], builder.obstacle_rot[o],
+                                         offset) if shared else np.asarray(builder.obstacle_pos[o], dtype=np.float64))
+    return WorldObstacles(np.asarray(world, dtype=np.int64), np.asarray(source, dtype=np.int64),
+                          np.asarray(pos, dtype=np.float64).reshape(-1, 3))
 
 
 def collision_points(builder):

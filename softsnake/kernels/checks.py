@@ -1,6 +1,8 @@
 """Detection of blown-up simulation states, per world: a position or velocity that is NaN or Inf
-(flag NONFINITE), or a linear speed above a bound no simulated robot reaches (flag TOO_FAST); and
-of inputs of a step that are NaN or Inf (controls and external forces, ``softsnake.input_checks``)."""
+(flag NONFINITE), a linear or angular speed above a bound no simulated robot reaches (TOO_FAST,
+SPINNING), or kinetic energy that jumps by orders of magnitude in one step (ENERGY_GROWTH: a
+diverging solve, not a robot); and of inputs of a step that are NaN or Inf (controls and external
+forces, ``softsnake.input_checks``)."""
 
 from typing import Any
 
@@ -8,8 +10,11 @@ import warp as wp
 
 from .entities import nonnegative
 
-NONFINITE = wp.constant(2)
 TOO_FAST = wp.constant(1)
+SPINNING = wp.constant(2)
+ENERGY_GROWTH = wp.constant(3)
+NONFINITE = wp.constant(4)
+"""World flags of the blow-up check, the most serious largest."""
 
 
 @wp.func
@@ -17,50 +22,65 @@ def vec_finite(v: wp.vec3):
     return wp.isfinite(v[0]) and wp.isfinite(v[1]) and wp.isfinite(v[2])
 
 
-@wp.func
-def speed_flag(v: wp.vec3, max_speed: float):
-    if not vec_finite(v):
-        return NONFINITE
-    if wp.length(v) > max_speed:
-        return TOO_FAST
-    return 0
-
-
 @wp.kernel
-def flag_blown_up_particles(
+def check_worlds(
+    particle_world_start: wp.array(dtype=int),
+    body_world_start: wp.array(dtype=int),
     particle_q: wp.array(dtype=wp.vec3),
     particle_qd: wp.array(dtype=wp.vec3),
-    particle_world: wp.array(dtype=int),
-    max_speed: float,
-    world_flag: wp.array(dtype=int),
-):
-    i = nonnegative(wp.tid())
-    flag = speed_flag(particle_qd[i], max_speed)
-    if not vec_finite(particle_q[i]):
-        flag = NONFINITE
-    if flag != 0:
-        wp.atomic_max(world_flag, nonnegative(particle_world[i]), flag)
-
-
-@wp.kernel
-def flag_blown_up_bodies(
+    particle_inv_mass: wp.array(dtype=float),
     body_q: wp.array(dtype=wp.transform),
     body_qd: wp.array(dtype=wp.spatial_vector),
-    body_world: wp.array(dtype=int),
+    body_inv_mass: wp.array(dtype=float),
+    body_inertia: wp.array(dtype=wp.mat33),
     max_speed: float,
+    max_angular_speed: float,
+    energy_growth_limit: float,
+    energy_floor: float,
+    kinetic_energy: wp.array(dtype=float),
     world_flag: wp.array(dtype=int),
 ):
-    i = nonnegative(wp.tid())
-    tf = body_q[i]
-    qd = body_qd[i]
-    flag = speed_flag(wp.vec3(qd[0], qd[1], qd[2]), max_speed)
-    for k in range(7):
-        if not wp.isfinite(tf[k]):
-            flag = NONFINITE
-    if not vec_finite(wp.vec3(qd[3], qd[4], qd[5])):
-        flag = NONFINITE
-    if flag != 0:
-        wp.atomic_max(world_flag, nonnegative(body_world[i]), flag)
+    """One thread per world, in a fixed order (deterministic): flag a non-finite position or velocity,
+    a linear speed above ``max_speed``, an angular speed above ``max_angular_speed``, or kinetic energy
+    that grew more than ``energy_growth_limit`` times since the last check from above
+    ``energy_floor`` [J]; store the world's kinetic energy [J] for the next check."""
+    w = nonnegative(wp.tid())
+    flag = int(0)
+    energy = float(0.0)
+    i = nonnegative(particle_world_start[w])
+    while i < particle_world_start[w + 1]:
+        v = particle_qd[i]
+        if not (vec_finite(particle_q[i]) and vec_finite(v)):
+            flag = wp.max(flag, NONFINITE)
+        elif wp.length(v) > max_speed:
+            flag = wp.max(flag, TOO_FAST)
+        if particle_inv_mass[i] > 0.0:
+            energy += 0.5 * wp.dot(v, v) / particle_inv_mass[i]
+        i += 1
+    b = nonnegative(body_world_start[w])
+    while b < body_world_start[w + 1]:
+        tf = body_q[b]
+        v = wp.spatial_top(body_qd[b])
+        omega = wp.spatial_bottom(body_qd[b])
+        finite = vec_finite(v) and vec_finite(omega)
+        for k in range(7):
+            finite = finite and wp.isfinite(tf[k])
+        if not finite:
+            flag = wp.max(flag, NONFINITE)
+        else:
+            if wp.length(v) > max_speed:
+                flag = wp.max(flag, TOO_FAST)
+            if wp.length(omega) > max_angular_speed:
+                flag = wp.max(flag, SPINNING)
+            if body_inv_mass[b] > 0.0:
+                R = wp.quat_to_matrix(wp.transform_get_rotation(tf))
+                energy += 0.5 * wp.dot(v, v) / body_inv_mass[b] + 0.5 * wp.dot(omega, R * body_inertia[b] * wp.transpose(R) * omega)
+        b += 1
+    previous = kinetic_energy[w]
+    if flag < NONFINITE and previous > energy_floor and energy > energy_growth_limit * previous:
+        flag = wp.max(flag, ENERGY_GROWTH)
+    kinetic_energy[w] = energy
+    world_flag[w] = flag
 
 
 @wp.kernel

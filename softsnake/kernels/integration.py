@@ -90,51 +90,163 @@ def update_world_inverse_inertia(
     body_inv_inertia_world[i] = R * body_inv_inertia[i] * wp.transpose(R)
 
 
+@wp.func
+def entity_offset(
+    e: int,
+    particle_count: int,
+    particle_q: wp.array(dtype=wp.vec3),
+    particle_q_ref: wp.array(dtype=wp.vec3),
+    body_q: wp.array(dtype=wp.transform),
+    body_q_ref: wp.array(dtype=wp.transform),
+    out: wp.array(dtype=float),
+):
+    """Write q - q_ref for the degrees of freedom of entity e (bodies: translation, then the rotation vector)."""
+    if e < particle_count:
+        d = particle_q[e] - particle_q_ref[e]
+        for k in range(3):
+            out[3 * e + k] = d[k]
+    else:
+        b = nonnegative(e - particle_count)
+        base = nonnegative(3 * particle_count + 6 * b)
+        d = wp.transform_get_translation(body_q[b]) - wp.transform_get_translation(body_q_ref[b])
+        r = rotation_vector_between(wp.transform_get_rotation(body_q[b]), wp.transform_get_rotation(body_q_ref[b]))
+        for k in range(3):
+            out[base + k] = d[k]
+            out[base + 3 + k] = r[k]
+
+
 @wp.kernel
-def substep_displacement(
+def substep_displacements(
     particle_q: wp.array(dtype=wp.vec3),
     particle_q_prev: wp.array(dtype=wp.vec3),
+    particle_q_pred: wp.array(dtype=wp.vec3),
     body_q: wp.array(dtype=wp.transform),
     body_q_prev: wp.array(dtype=wp.transform),
+    body_q_pred: wp.array(dtype=wp.transform),
     particle_count: int,
     displacement: wp.array(dtype=float),
+    offset: wp.array(dtype=float),
 ):
-    """Displacement of every degree of freedom since the start of the substep (for damping rows)."""
+    """Per degree of freedom: the displacement x - x_n since the substep's start (damping rows) and the
+    offset x - x~ from the prediction (the momentum residual M (x - x~) - J^T lambda)."""
     e = nonnegative(wp.tid())
-    if e < particle_count:
-        d = particle_q[e] - particle_q_prev[e]
-        for k in range(3):
-            displacement[3 * e + k] = d[k]
-    else:
-        b = nonnegative(e - particle_count)
-        base = nonnegative(3 * particle_count + 6 * b)
-        d = wp.transform_get_translation(body_q[b]) - wp.transform_get_translation(body_q_prev[b])
-        r = rotation_vector_between(wp.transform_get_rotation(body_q[b]), wp.transform_get_rotation(body_q_prev[b]))
-        for k in range(3):
-            displacement[base + k] = d[k]
-            displacement[base + 3 + k] = r[k]
+    entity_offset(e, particle_count, particle_q, particle_q_prev, body_q, body_q_prev, displacement)
+    entity_offset(e, particle_count, particle_q, particle_q_pred, body_q, body_q_pred, offset)
 
 
-@wp.kernel
-def apply_position_update(
-    dx: wp.array(dtype=float),
+@wp.func
+def set_entity_position(
+    e: int,
+    base: int,
+    u: wp.array(dtype=float),
     particle_count: int,
+    particle_q_pred: wp.array(dtype=wp.vec3),
+    body_q_pred: wp.array(dtype=wp.transform),
     particle_q: wp.array(dtype=wp.vec3),
     body_q: wp.array(dtype=wp.transform),
 ):
-    """Move particles and bodies by a generalized displacement (bodies: linear, then rotation vector)."""
-    e = nonnegative(wp.tid())
+    """x = x~ + u for entity e, whose degrees of freedom start at ``base`` (bodies: translation, then
+    rotation by the rotation vector u_angular: q = exp(u_angular) q~)."""
     if e < particle_count:
-        particle_q[e] = particle_q[e] + wp.vec3(dx[3 * e], dx[3 * e + 1], dx[3 * e + 2])
+        particle_q[e] = particle_q_pred[e] + wp.vec3(u[base], u[base + 1], u[base + 2])
     else:
         b = nonnegative(e - particle_count)
-        base = nonnegative(3 * particle_count + 6 * b)
-        tf = body_q[b]
-        p = wp.transform_get_translation(tf) + wp.vec3(dx[base], dx[base + 1], dx[base + 2])
-        w = wp.vec3(dx[base + 3], dx[base + 4], dx[base + 5])
-        q = wp.transform_get_rotation(tf)
-        q = integrate_rotation(q, w, 1.0)
+        tf = body_q_pred[b]
+        p = wp.transform_get_translation(tf) + wp.vec3(u[base], u[base + 1], u[base + 2])
+        q = integrate_rotation(wp.transform_get_rotation(tf), wp.vec3(u[base + 3], u[base + 4], u[base + 5]), 1.0)
         body_q[b] = wp.transform(p, q)
+
+
+@wp.kernel
+def positions_from_prediction(
+    u: wp.array(dtype=float),
+    particle_count: int,
+    particle_q_pred: wp.array(dtype=wp.vec3),
+    body_q_pred: wp.array(dtype=wp.transform),
+    particle_q: wp.array(dtype=wp.vec3),
+    body_q: wp.array(dtype=wp.transform),
+):
+    """x = x~ + u with u = M^-1 J^T lambda: the positions that balance momentum with the multipliers."""
+    e = nonnegative(wp.tid())
+    base = 3 * e
+    if e >= particle_count:
+        base = 3 * particle_count + 6 * (e - particle_count)
+    set_entity_position(e, nonnegative(base), u, particle_count, particle_q_pred, body_q_pred, particle_q, body_q)
+
+
+@wp.kernel
+def positions_after_update(
+    u_step: wp.array(dtype=float),
+    take_step: int,
+    particle_count: int,
+    particle_world: wp.array(dtype=int),
+    body_world: wp.array(dtype=int),
+    retreat: wp.array(dtype=int),
+    step_scale: wp.array(dtype=float),
+    offset_ref: wp.array(dtype=float),
+    particle_q_pred: wp.array(dtype=wp.vec3),
+    body_q_pred: wp.array(dtype=wp.transform),
+    offset_full: wp.array(dtype=float),
+    particle_q: wp.array(dtype=wp.vec3),
+    body_q: wp.array(dtype=wp.transform),
+):
+    """Positions after a Newton update, per world of the entity: a world that took a step moves from
+    its accepted point (``offset_ref``: x - x~ there) by u_step = M^-1 J^T dlambda, and keeps where it
+    went (``offset_full``); a world that retreats goes back along the straight line from its accepted
+    point to the end of its last step, to the fraction ``step_scale`` of it (going back along J of the
+    rejected point instead would carry that point's error, a Jacobian of inverted elements, into the
+    retreat). With ``take_step`` 0 (the check after the last iteration) only retreats move."""
+    e = nonnegative(wp.tid())
+    base = 3 * e
+    count = 3
+    w = int(0)
+    if e < particle_count:
+        w = particle_world[e]
+    else:
+        base = 3 * particle_count + 6 * (e - particle_count)
+        count = 6
+        w = body_world[nonnegative(e - particle_count)]
+    base = nonnegative(base)
+    w = nonnegative(w)
+    if retreat[w] == 1:
+        t = step_scale[w]
+        for k in range(count):
+            d = base + k
+            u_step[d] = offset_ref[d] + t * (offset_full[d] - offset_ref[d])
+    elif retreat[w] == 0 and take_step != 0:
+        for k in range(count):
+            d = base + k
+            u_step[d] = offset_ref[d] + u_step[d]
+            offset_full[d] = u_step[d]
+    else:
+        return
+    set_entity_position(e, base, u_step, particle_count, particle_q_pred, body_q_pred, particle_q, body_q)
+
+
+@wp.kernel
+def remember_accepted_points(
+    offset: wp.array(dtype=float),
+    particle_count: int,
+    particle_world: wp.array(dtype=int),
+    body_world: wp.array(dtype=int),
+    retreat: wp.array(dtype=int),
+    offset_ref: wp.array(dtype=float),
+):
+    """offset_ref = x - x~ of the entities whose world accepted its current point (the line search's
+    reference, from which a later retreat starts)."""
+    e = nonnegative(wp.tid())
+    base = 3 * e
+    count = 3
+    w = int(0)
+    if e < particle_count:
+        w = particle_world[e]
+    else:
+        base = 3 * particle_count + 6 * (e - particle_count)
+        count = 6
+        w = body_world[nonnegative(e - particle_count)]
+    if retreat[nonnegative(w)] != 1:
+        for k in range(count):
+            offset_ref[nonnegative(base + k)] = offset[nonnegative(base + k)]
 
 
 @wp.kernel

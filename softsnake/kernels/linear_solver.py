@@ -82,36 +82,42 @@ def cr_start(
     p[i] = zi
 
 
-CONVERGED_RATIO = wp.constant(1.0e-12)
-"""A world whose z.Az fell below this fraction of its start value has converged to round-off:
-its iteration stops (step size and direction ratio 0), since further steps only amplify noise."""
+ROUND_OFF_RATIO = wp.constant(1.0e-12)
+"""z.Az below this fraction of its start value is round-off in float32 whatever the tolerance:
+further steps would only amplify noise."""
 
 
 @wp.func
-def cr_converged(zAz: float, zAz_start: float):
-    return not (zAz > CONVERGED_RATIO * zAz_start)
+def cr_converged(zAz: float, zAz_start: float, tolerance_sq: float):
+    """Whether a world's solve has converged: z.Az (the squared preconditioned residual in the A-norm)
+    has fallen by tolerance^2, or to round-off."""
+    return not (zAz > wp.max(tolerance_sq, ROUND_OFF_RATIO) * zAz_start)
 
 
 @wp.func
-def cr_step(zAz: float, zAz_start: float, den: float):
-    if cr_converged(zAz, zAz_start) or not (den > 0.0):
+def cr_step(zAz: float, zAz_start: float, den: float, tolerance_sq: float):
+    if cr_converged(zAz, zAz_start, tolerance_sq) or not (den > 0.0):
         return 0.0
     return zAz / den
 
 
 @wp.func
-def cr_ratio(zAz_new: float, zAz: float, zAz_start: float):
-    if cr_converged(zAz_new, zAz_start) or not (zAz > 0.0):
+def cr_ratio(zAz_new: float, zAz: float, zAz_start: float, tolerance_sq: float):
+    if cr_converged(zAz_new, zAz_start, tolerance_sq) or not (zAz > 0.0):
         return 0.0
     return zAz_new / zAz
 
 
 @wp.kernel
 def cr_step_size(
-    zAz: wp.array(dtype=float), zAz_start: wp.array(dtype=float), ApPAp: wp.array(dtype=float), alpha: wp.array(dtype=float)
+    zAz: wp.array(dtype=float),
+    zAz_start: wp.array(dtype=float),
+    ApPAp: wp.array(dtype=float),
+    tolerance_sq: float,
+    alpha: wp.array(dtype=float),
 ):
     w = wp.tid()
-    alpha[w] = cr_step(zAz[w], zAz_start[w], ApPAp[w])
+    alpha[w] = cr_step(zAz[w], zAz_start[w], ApPAp[w], tolerance_sq)
 
 
 @wp.kernel
@@ -133,10 +139,14 @@ def cr_update_solution(
 
 @wp.kernel
 def cr_direction_ratio(
-    zAz_new: wp.array(dtype=float), zAz_start: wp.array(dtype=float), zAz: wp.array(dtype=float), beta: wp.array(dtype=float)
+    zAz_new: wp.array(dtype=float),
+    zAz_start: wp.array(dtype=float),
+    tolerance_sq: float,
+    zAz: wp.array(dtype=float),
+    beta: wp.array(dtype=float),
 ):
     w = wp.tid()
-    beta[w] = cr_ratio(zAz_new[w], zAz[w], zAz_start[w])
+    beta[w] = cr_ratio(zAz_new[w], zAz[w], zAz_start[w], tolerance_sq)
     zAz[w] = zAz_new[w]
 
 
@@ -253,6 +263,7 @@ def cr_solve_per_world(
     particle_count: int,
     planar: int,
     iterations: int,
+    tolerance_sq: float,
     J_offsets: wp.array(dtype=int),
     J_columns: wp.array(dtype=int),
     J_values: wp.array(dtype=float),
@@ -320,7 +331,9 @@ def cr_solve_per_world(
     it = int(-1)
     while it < iterations:
         if it >= 0:
-            alpha = cr_step(zAz, zAz_start, den)
+            alpha = cr_step(zAz, zAz_start, den, tolerance_sq)
+            if alpha == 0.0:
+                break  # converged: the remaining iterations would change nothing
             j = r0
             while j < live_end:
                 i = nonnegative(live_rows[j])
@@ -350,7 +363,7 @@ def cr_solve_per_world(
         if it < 0:
             zAz_start = zAz_new
         else:
-            beta = cr_ratio(zAz_new, zAz, zAz_start)
+            beta = cr_ratio(zAz_new, zAz, zAz_start, tolerance_sq)
         zAz = zAz_new
         den = float(0.0)
         j = r0

@@ -1,5 +1,6 @@
-"""Updates of the constraint multipliers lambda: accumulation after each Newton step, and the warm
-start (carrying a substep's multipliers into the next).
+"""The constraint multipliers lambda and the Newton step's judgement: the warm start (carrying the
+contact rows' multipliers into the next substep), the rows' residuals scaled into the merit, the
+per-world acceptance or retreat of a step, and the update lambda += dlambda.
 """
 
 import warp as wp
@@ -8,35 +9,100 @@ from .entities import nonnegative
 
 
 @wp.kernel
-def accumulate_multipliers(lam: wp.array(dtype=float), dlam: wp.array(dtype=float)):
+def keep_carried_multipliers(lam: wp.array(dtype=float), row_carried: wp.array(dtype=int), factor: float):
+    """lambda <- factor lambda on the rows that carry their multipliers into the next substep, 0 on the
+    others."""
     i = nonnegative(wp.tid())
-    lam[i] = lam[i] + dlam[i]
-
-
-@wp.kernel
-def scale_multipliers(lam: wp.array(dtype=float), factor: float):
-    i = nonnegative(wp.tid())
-    lam[i] = lam[i] * factor
-
-
-@wp.kernel
-def flag_pressure_switches(
-    pressure: wp.array(dtype=float),
-    pressure_previous: wp.array(dtype=float),
-    channel_world: wp.array(dtype=int),
-    world_cold: wp.array(dtype=int),
-):
-    """Mark the worlds where a pressure channel switched its actuation rows on or off (p > 0 drives
-    them) since the last step, and remember the pressures."""
-    c = wp.tid()
-    if (pressure[c] > 0.0) != (pressure_previous[c] > 0.0):
-        wp.atomic_max(world_cold, channel_world[c], 1)
-    pressure_previous[c] = pressure[c]
-
-
-@wp.kernel
-def drop_cold_multipliers(lam: wp.array(dtype=float), row_world: wp.array(dtype=int), world_cold: wp.array(dtype=int)):
-    """lambda <- 0 in the worlds marked cold; the others keep theirs for the warm start."""
-    i = nonnegative(wp.tid())
-    if world_cold[nonnegative(row_world[i])] != 0:
+    if row_carried[i] != 0:
+        lam[i] = lam[i] * factor
+    else:
         lam[i] = 0.0
+
+
+@wp.kernel
+def scale_residuals(rhs: wp.array(dtype=float), residual_scale: wp.array(dtype=float), scaled: wp.array(dtype=float)):
+    """The residual of each row's own equation: the right-hand side times the row's scale (d phi/d a
+    for complementarity rows, whose right-hand side is -phi / (d phi/d a); 1 for the others)."""
+    i = nonnegative(wp.tid())
+    scaled[i] = rhs[i] * residual_scale[i]
+
+
+@wp.kernel
+def start_line_search(step_scale: wp.array(dtype=float)):
+    """A substep's first Newton step has nothing to compare with: mark every world "no step yet"."""
+    step_scale[nonnegative(wp.tid())] = 0.0
+
+
+HOLD = wp.constant(2)
+"""``retreat`` value of a world whose Newton iteration has converged: it keeps its point."""
+
+
+@wp.kernel
+def judge_newton_steps(
+    merit: wp.array(dtype=float),
+    line_search: int,
+    min_scale: float,
+    tolerance_sq: float,
+    merit_ref: wp.array(dtype=float),
+    merit_first: wp.array(dtype=float),
+    step_scale: wp.array(dtype=float),
+    retreat: wp.array(dtype=int),
+):
+    """Per world: hold a converged point, keep the last Newton step if it did not raise the merit, or
+    halve it.
+
+    step_scale is the fraction of the last computed step the world now stands at (0: none yet this
+    substep). A world whose merit fell to ``tolerance_sq`` times the substep's first merit has
+    converged: it holds its point (retreat = HOLD) for the rest of the substep. A world whose merit
+    fell (or that has taken no step yet) accepts: its merit becomes the reference and its next update
+    takes the new step in full. A world whose merit rose retreats to half of what it took, unless it
+    already stands at ``min_scale``: then it keeps the point (the step was a descent of the linear
+    model; round-off can hide that in the merit) and goes on from there.
+    """
+    w = nonnegative(wp.tid())
+    m = merit[w]
+    scale = step_scale[w]
+    if scale == 0.0:
+        merit_first[w] = m
+    if m <= tolerance_sq * merit_first[w]:
+        merit_ref[w] = m
+        step_scale[w] = 1.0
+        retreat[w] = HOLD
+    elif line_search == 0 or scale == 0.0 or m <= merit_ref[w] or scale <= min_scale:
+        merit_ref[w] = m
+        step_scale[w] = 1.0
+        retreat[w] = 0
+    else:
+        step_scale[w] = 0.5 * scale
+        retreat[w] = 1
+
+
+@wp.kernel
+def hold_converged_rows(row_world: wp.array(dtype=int), retreat: wp.array(dtype=int), rhs: wp.array(dtype=float)):
+    """A zero right-hand side for the rows of worlds that hold their point: their solve does nothing."""
+    i = nonnegative(wp.tid())
+    if retreat[nonnegative(row_world[i])] == HOLD:
+        rhs[i] = 0.0
+
+
+@wp.kernel
+def update_multipliers(
+    row_world: wp.array(dtype=int),
+    retreat: wp.array(dtype=int),
+    step_scale: wp.array(dtype=float),
+    take_step: int,
+    dlam: wp.array(dtype=float),
+    lam: wp.array(dtype=float),
+    dlam_taken: wp.array(dtype=float),
+):
+    """lambda += dlambda (the new step, kept in dlam_taken) where the world accepted, or back by the
+    half of its last step it gives up where it retreats (``take_step`` 0: retreats only); a world that
+    holds its point keeps it."""
+    i = nonnegative(wp.tid())
+    w = nonnegative(row_world[i])
+    r = retreat[w]
+    if r == 1:
+        lam[i] = lam[i] - step_scale[w] * dlam_taken[i]
+    elif r == 0 and take_step != 0:
+        lam[i] = lam[i] + dlam[i]
+        dlam_taken[i] = dlam[i]

@@ -3,12 +3,25 @@
 Each constraint kernel writes, for each of its rows: the residual c, the Jacobian row into the
 CSR values of J, the compliance alpha = E / h^2 (and, for the normal strains of a tetrahedron,
 the off-diagonal coupling of its 3x3 block), and the damping ratio gamma = beta / h. This module
-turns those into the linear system of one Newton step,
+turns those into the linear system of one Newton step of the implicit-Euler equations
 
-    [J M^-1 J^T + alpha / (1 + gamma)] dlambda = -(c + gamma J (x - x_n) + alpha lambda) / (1 + gamma),
+    g = M (x - x~) - J^T lambda = 0                      (momentum; x~ the prediction)
+    h = c(x) + gamma J (x - x_n) + alpha lambda = 0       (compliant rows with Rayleigh-type damping)
 
-(compliant constraints with Rayleigh-type damping, derived by linearising c + gamma J dx + alpha lambda
-= 0 with dx = M^-1 J^T dlambda) and the Jacobi diagonal of that matrix.
+with the system matrix approximated by M (geometric stiffness dropped) and the momentum residual
+g taken as zero (seed 001's scheme, as in XPBD): every iteration moves the positions by
+dx = M^-1 J^T dlambda, which keeps g = 0 up to the change of J between iterations. Eliminating dx
+from (1 + gamma) J dx + alpha dlambda = -h gives
+
+    [J M^-1 J^T + alpha / (1 + gamma)] dlambda = -(c + gamma J (x - x_n) + alpha lambda) / (1 + gamma).
+
+(Carrying g in the right-hand side, J M^-1 g, makes the iteration a full Newton method on both
+equations, but with the geometric stiffness dropped from the matrix it oscillates on stiff, highly
+stressed elements: tried during the friction rework, a stretched stiff bar at 0.1 s steps went
+unstable with it, so it was removed. The lag g != 0 it would remove is measured by
+``Solver.residual_norms``; experiments/results/convergence.md shows it growing where a stiff block
+goes unstable at short Newton budgets.) This module writes the right-hand side, the effective compliance and the Jacobi
+diagonal of the matrix.
 """
 
 import warp as wp

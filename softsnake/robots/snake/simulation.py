@@ -16,7 +16,9 @@ Every frame (time step dt) the runner
 An interrupted run (Ctrl-C) or one that blew up keeps what it recorded up to its last good frame
 in ``SnakeSimulation.trajectories``.
 
-Snakes stand side by side along y, ``spacing`` apart, all heading +x; worlds never interact.
+Snakes stand side by side along y, ``spacing`` apart, all heading +x; worlds never interact. The
+engine simulates every snake in its own frame (the same trajectory wherever it stands); the
+recorded observations, USD and animations are in scene coordinates.
 """
 
 import contextlib
@@ -49,10 +51,11 @@ HEADING = 0.0
 USD_FPS_DEFAULT = 60.0
 """Frames per second written to USD [1/s]."""
 
-CPU_SECONDS_PER_SNAKE_FRAME = {"paper": 0.125, "coarse": 0.05}
-"""Wall time of one frame of one snake on one CPU core [s], by resolution, for run estimates:
-paper from Table II (0.121 s, experiments/results/snake.md), coarse measured with softsnake gait
-(3 snakes, 2-core machine shared with other jobs). A run of S snakes takes about S times as long."""
+CPU_SECONDS_PER_SNAKE_FRAME = {"paper": 0.24, "coarse": 0.13}
+"""Wall time of one frame of one snake on one CPU core [s] at the snake's budget (``SNAKE_BUDGET``), by
+resolution, for run estimates: coarse measured (0.134 s, one snake, 3 s of the gait, 2-core machine
+shared with other jobs), paper scaled from Table II's 0.121 s at the paper's budget by the 8 x 40 /
+4 x 20 cost ratio of the convergence study (2.0). A run of S snakes takes about S times as long."""
 
 MODEL_BYTES_PER_SNAKE = {"paper": 11.5e6, "coarse": 3.0e6}
 """Bytes of the Warp arrays of one snake (model, state, control and solver) [B]: paper from
@@ -69,18 +72,27 @@ MODULE_COLOR = (0.2, 0.2, 0.25)
 WHEEL_COLOR = (0.05, 0.05, 0.05)
 
 
-def snake_solver(model, *, substeps=2, newton_iterations=4, linear_iterations=20, profile=False):
-    """The Solver every snake run uses (gait, bench): the paper's 2 substeps, 4 Newton and 20 linear
-    iterations by default, cold-started, with the finite check on; ``profile`` times its phases
-    (``Solver.profile_seconds``, for the bench).
+PAPER_BUDGET = {"substeps": 2, "newton_iterations": 4, "linear_iterations": 20, "newton_tolerance": 0.0,
+                "linear_tolerance": 0.0}
+"""Seed 001's fixed solver budget: 2 substeps x 4 Newton x 20 conjugate residual iterations, every
+iteration run (no tolerances). The bench times it, to compare with the paper's Table II; results run
+the engine's converged default (experiments/results/convergence.md)."""
 
-    No warm start: carrying the multipliers across substeps made gait runs diverge when the chamber
-    commands change sign (one coarse link with latency off: NaN at 3.5 s warm, finite cold; the paper
-    mesh with latency: NaN at 0.43 s warm, finite cold), and the paper-mesh link of the bench blew
-    up within 11 frames.
-    """
-    return Solver(model, substeps=substeps, newton_iterations=newton_iterations,
-                  linear_iterations=linear_iterations, warm_start=False, check_finite=True, profile=profile)
+
+SNAKE_BUDGET = {"newton_iterations": 8, "linear_iterations": 40}
+"""The snake's solver budget: the cheapest of the convergence study within 5 % of the converged travel
+in every run of it (experiments/results/convergence.md): 8 x 40 is within 1 % of 8 x 160 or 8 x 200 on
+the paper mesh (2 s, -0.1 %) and the coarse one (5 s, +0.7 %; 3 s warm started, -0.6 %), at about half
+the engine default's cost. 8 x 20 is not (coarse, 5 s: +7.3 %), nor is the paper's 4 x 20 (paper mesh,
+2 s: -26 %; coarse, 5 s: +16 %). Everything else is the engine's policy (``SolverSettings``)."""
+
+
+def snake_solver(model, *, profile=False, **overrides):
+    """The Solver every snake run uses (gait, bench): the engine's policy (``SolverSettings()``: warm
+    started, tolerances) with the snake's budget (``SNAKE_BUDGET``) and ``overrides`` over both (any
+    ``SolverSettings`` field, e.g. ``PAPER_BUDGET``); ``profile`` times its phases
+    (``Solver.profile_seconds``, for the bench)."""
+    return Solver(model, profile=profile, **{**SNAKE_BUDGET, **overrides})
 
 
 def estimate_run(snake_count, seconds, *, resolution="coarse", dt=DT_DEFAULT, link_count=4, device="cpu"):
@@ -121,12 +133,13 @@ class SnakeSimulation:
     seconds: simulated time [s]
     config: a ``SnakeConfig``; None loads the shipped ``snake.toml``
     spacing: distance between neighbouring snakes along y [m]
-    substeps, newton_iterations, linear_iterations: solver settings (the paper: 2, 4, 20)
+    substeps, newton_iterations, linear_iterations: solver budget; None: the snake's (``SNAKE_BUDGET``
+        over ``SolverSettings``; the paper ran 2, 4, 20)
     """
 
     def __init__(self, snake_count, *, resolution="coarse", device="cpu", gait=None, latency=True,
                  supply_pressure=SUPPLY_PRESSURE_DEFAULT, dt=DT_DEFAULT, seconds=5.0, config=None,
-                 spacing=SPACING_DEFAULT, substeps=2, newton_iterations=4, linear_iterations=20):
+                 spacing=SPACING_DEFAULT, substeps=None, newton_iterations=None, linear_iterations=None):
         positive_integer("snake_count", snake_count)
         for name, value in (("dt", dt), ("seconds", seconds), ("spacing", spacing)):
             positive_number(name, value)
@@ -151,8 +164,8 @@ class SnakeSimulation:
         scene.add_ground(mu=self.config.friction)
         scene.replicate(world, self.snake_count, spacing=(0.0, self.spacing, 0.0))
         self.model = scene.finalize(device)
-        self.solver = snake_solver(self.model, substeps=substeps, newton_iterations=newton_iterations,
-                                   linear_iterations=linear_iterations)
+        budget = {"substeps": substeps, "newton_iterations": newton_iterations, "linear_iterations": linear_iterations}
+        self.solver = snake_solver(self.model, **{k: v for k, v in budget.items() if v is not None})
         self.state = self.model.state()
         self.trajectories = None
         """What the last ``run`` recorded (``SnakeTrajectories``), up to its last good frame if it blew up."""
@@ -169,8 +182,10 @@ class SnakeSimulation:
 
     # ------------------------------------------------------------------ per-frame observations
     def _positions(self):
-        particles = self.state.particle_q.numpy().reshape(self.snake_count, self._particles_per_snake, 3)
-        bodies = self.state.body_q.numpy().reshape(self.snake_count, self._bodies_per_snake, 7)
+        """(particles (snakes, particles, 3) [m], body poses (snakes, bodies, 7)) in scene coordinates:
+        every snake at its place in the row, as observations, USD and animations show them."""
+        particles = self.model.scene_particle_q(self.state).reshape(self.snake_count, self._particles_per_snake, 3)
+        bodies = self.model.scene_body_q(self.state).reshape(self.snake_count, self._bodies_per_snake, 7)
         return particles, bodies
 
     def _observe(self, particles, bodies):
@@ -285,8 +300,9 @@ class SnakeSimulation:
                         self.solver.step(self.state, self.state, self.control, self.dt)
                     except SimulationError as exc:
                         raise SimulationError(
-                            f"snake {exc.world} blew up (NaN, Inf or a runaway speed) at t = {time[frame]:.4f} s; "
-                            "reduce dt or check the snake's parameters", world=exc.world, step=frame) from None
+                            f"snake {exc.world} blew up ({exc.reason or 'a non-finite input'}) at t = {time[frame]:.4f} s; "
+                            "reduce dt or check the snake's parameters", world=exc.world, step=frame,
+                            reason=exc.reason) from None
                     particles, body_q = self._positions()
                     com[frame], curvature[frame], heading = self._observe(particles, body_q)
                     # Continuous heading: add the wrapped change since the last frame.

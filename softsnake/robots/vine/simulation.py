@@ -57,25 +57,18 @@ the reference rollouts of seed 000 more closely than two (experiments/results/vi
 more than 20 links get one linear iteration per link instead (``solver_settings``)."""
 
 
-def solver_settings(link_count, solver_options=None, *, friction=0.0):
+def solver_settings(link_count, solver_options=None):
     """Solver keyword arguments for vines of ``link_count`` links: ``SOLVER_DEFAULTS``, with at least
-    one conjugate residual iteration per link, cold starts where the obstacles have friction, then
-    ``solver_options`` over them.
+    one conjugate residual iteration per link, then ``solver_options`` over them; everything else is
+    the engine's policy (``SolverSettings``: warm started, tolerances), obstacles with friction or not.
 
     A Jacobi-preconditioned Krylov iteration carries a correction one joint further along the chain
     per matrix product, so a fixed count stops reaching the tip from the base on long vines: with 20
     iterations the 45- and 50-link vines of the runtime study (one circle, 10 ms steps) blow up
     after touching the circle; with one iteration per link they grow past it.
-
-    Friction multipliers carried over from the last step (the solver's warm start) destabilise a
-    contact that switches between sticking and sliding: a 15-link vine steered into a box with
-    friction 0.3 spun its bodies at 30 rad/s, and one of 64 such vines blew up, warm-started; started
-    cold, all 64 stay below 4 rad/s. The soft snake's wheels showed the same (SnakeSimulation).
     """
     settings = dict(SOLVER_DEFAULTS)
     settings["linear_iterations"] = max(settings["linear_iterations"], int(link_count))
-    if friction > 0.0:
-        settings["warm_start"] = False
     return {**settings, **(solver_options or {})}
 
 
@@ -185,7 +178,7 @@ class VineBatch:
             self.handles.append(handle)
         self.model = top.finalize(device)
         self.link_count = link_count
-        self.solver = Solver(self.model, **solver_settings(self.link_count, solver_options, friction=friction))
+        self.solver = Solver(self.model, **solver_settings(self.link_count, solver_options))
         self.state = self.model.state()
         self.control = self.model.control()
         self.vine_count = len(specs)
@@ -245,7 +238,7 @@ class VineBatch:
 
     def poses(self):
         """Body centre x, y [m] and angle in (-pi, pi] [rad] of every vine, (V, B, 3)."""
-        body_q = self.state.body_q.numpy().reshape(self.vine_count, self.body_count, 7).astype(np.float64)
+        body_q = self.model.scene_body_q(self.state).reshape(self.vine_count, self.body_count, 7)
         angle = np.angle(np.exp(2j * np.arctan2(body_q[..., 5], body_q[..., 6])))
         return np.concatenate([body_q[..., :2], angle[..., None]], axis=-1)
 

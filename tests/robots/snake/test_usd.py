@@ -54,15 +54,16 @@ def test_usd_time_samples_and_points(recorded):
     assert len(times) == FRAMES + 1 and times[0] == 0.0 and times[-1] == FRAMES
     points = np.asarray(mesh.GetPointsAttr().Get(times[-1]))
     assert points.shape == (link.particle_count, 3)
-    particles = simulation.state.particle_q.numpy()[simulation.model.world_slice("particle", 1)]
+    # USD shows the scene: snake 1 at its place in the row (the engine simulates it in its own frame).
+    particles = simulation.model.scene_particle_q(simulation.state)[simulation.model.world_slice("particle", 1)]
     np.testing.assert_allclose(points, particles[link.particles], atol=1e-6)
     module = UsdGeom.Xformable(stage.GetPrimAtPath("/World/snake_001/module_0"))
     assert len(module.GetXformOpOrderAttr().Get()) == 3
     translate = module.GetOrderedXformOps()[0].GetAttr()
     assert len(translate.GetTimeSamples()) == FRAMES + 1
     body = simulation.model.world_slice("body", 1).start + simulation.snake.module_bodies[0]
-    np.testing.assert_allclose(np.asarray(translate.Get(times[-1])), simulation.state.body_q.numpy()[body, :3],
-                               atol=1e-6)
+    np.testing.assert_allclose(np.asarray(translate.Get(times[-1])),
+                               simulation.model.scene_body_q(simulation.state)[body, :3], atol=1e-6)
     assert not path.with_name("gait.partial.usda").exists()
 
 

@@ -1,0 +1,230 @@
+"""Solver budget against results: snake gait travel and vine tip error per Newton x linear budget.
+
+For every budget (Newton iterations x conjugate residual iterations per Newton iteration; default
+the grid {2, 4, 8} x {10, 20, 40, 80, 160} and "default", the budget of ``SolverSettings()``,
+8 x 100), with the tolerances of ``SolverSettings()`` (a world stops early once converged):
+
+- snake: one soft snake (``SnakeSimulation``, paper or coarse mesh) under the paper's gait for
+  ``--seconds``: forward and lateral travel of the centre of mass, the change of the forward travel
+  relative to the finest budget run (largest Newton x linear product), wall time per simulated
+  second, whether it blew up (SimulationError: when), and the residual norms
+  (``Solver.residual_norms``: momentum, compliant rows, contact normal rows, friction rows, in
+  sqrt(kg) m) of the last step. The snake's solver is ``snake_solver``: 2 substeps, cold-started
+  (warm_start=False, the robot's own choice, kept here), only the two iteration counts changed.
+- block: a stiff soft block (10 cm cube, 2x2x2 cells, Y = 1 MPa, nu = 0.3, 1000 kg/m^3, damping
+  0.01 s; omega h ~ 10) dropped onto ground with mu = 0.5, 60 steps of 1/60 s with 1 substep, the
+  blow-up check off: the largest particle speed in the first and the last 30 steps (a block at rest
+  moves by mm/s; m/s means it went unstable) and the median residual norms over the steps.
+- vine: the cluttered reference scenes 1 and 2 (seed 000's rollouts, shared/reference/vine) with
+  the vine's own settings (``solver_settings``: 1 substep, warm start) and the budget's iteration
+  counts: median and largest tip error against the reference [tube diameters], whether the vine
+  passes every obstacle on the reference's side, and the residual norms at the end.
+
+Budgets run cheapest first; after each one the CSV and a Markdown table are rewritten, so an
+interrupted run keeps what it finished. Files (into --out, default experiments/results):
+convergence_<tag>_snake.csv/.md, convergence_<tag>_vine.csv/.md and convergence_block.csv/.md,
+tag default "<resolution>_<seconds>s".
+
+Usage: python experiments/convergence.py [--seconds 10] [--resolution paper|coarse]
+           [--budgets 2x10,4x20,default] [--skip-block] [--skip-snake] [--skip-vine] [--tag NAME]
+           [--out DIR]
+"""
+
+import math
+import platform
+import sys
+import time
+
+import numpy as np
+import warp as wp
+
+from softsnake.cli.common import experiment_parser, make_output_folder
+from softsnake.errors import SimulationError
+from softsnake.output_files import write_dict_csv
+from softsnake.residuals import KINDS
+from softsnake.solver_settings import SolverSettings
+
+NEWTON = (2, 4, 8)
+LINEAR = (10, 20, 40, 80, 160)
+DEFAULT_BUDGETS = ",".join([f"{n}x{k}" for n in NEWTON for k in LINEAR] + ["default"])
+
+
+def parse_budgets(text):
+    """[(label, newton, linear)] from "2x10,8x100,default", cheapest (Newton x linear) first."""
+    budgets = []
+    for item in text.split(","):
+        item = item.strip()
+        if item == "default":
+            settings = SolverSettings()
+            budgets.append(("default", settings.newton_iterations, settings.linear_iterations))
+            continue
+        newton, linear = item.split("x")
+        budgets.append((item, int(newton), int(linear)))
+    return sorted(budgets, key=lambda b: (b[1] * b[2], b[1]))
+
+
+def residual_columns(norms):
+    if norms is None:
+        return {f"res_{kind}": math.nan for kind in KINDS}
+    return {f"res_{kind}": float(getattr(norms, kind)[0]) for kind in KINDS}
+
+
+def snake_run(resolution, seconds, newton, linear):
+    from softsnake.robots.snake.simulation import SnakeSimulation
+
+    sim = SnakeSimulation(1, resolution=resolution, seconds=seconds, newton_iterations=newton,
+                          linear_iterations=linear)
+    blew_up = ""
+    start = time.perf_counter()
+    try:
+        trajectories = sim.run(progress=False)
+    except SimulationError:
+        trajectories = sim.trajectories
+        blew_up = f"t = {trajectories.time[-1] + sim.dt:.3f} s"
+    wall = time.perf_counter() - start
+    simulated = float(trajectories.time[-1])
+    norms = None
+    if not blew_up:
+        norms = sim.solver.residual_norms(sim.state, sim.control, sim.dt)
+    forward, lateral = trajectories.travel()[0]
+    s = sim.solver
+    return {"newton_tolerance": s.newton_tolerance, "linear_tolerance": s.linear_tolerance,
+            "warm_start": s.warm_start, "substeps": s.substeps, "simulated_s": simulated,
+            "forward_m": float(forward), "lateral_m": float(lateral),
+            "wall_per_simulated_s": wall / simulated if simulated > 0 else math.nan, "blew_up": blew_up,
+            **residual_columns(norms)}
+
+
+def vine_run(number, newton, linear):
+    from softsnake.robots.vine.comparison import compare_with_reference
+    from softsnake.robots.vine.reference import load_jitosho_rollout
+    from softsnake.robots.vine.scene import load_scene
+    from softsnake.robots.vine.simulation import VineBatch, rollout, specs_from_scene
+
+    scene = load_scene(f"jitosho_cluttered_{number}")
+    times, q_ref, _ = load_jitosho_rollout(number)
+    batch = VineBatch(specs_from_scene(scene), solver_options={"newton_iterations": newton,
+                                                               "linear_iterations": linear})
+    start = time.perf_counter()
+    try:
+        result = rollout(batch, len(times) - 1, scene.sim.dt)
+    except SimulationError:
+        return {f"c{number}_blew_up": True}
+    wall = time.perf_counter() - start
+    error, same_side = compare_with_reference(scene, result.poses[:, 0], result.tips[:, 0], q_ref)
+    norms = batch.solver.residual_norms(batch.state, batch.control, scene.sim.dt)
+    return {f"c{number}_tip_median_D": float(np.median(error)), f"c{number}_tip_max_D": float(error.max()),
+            f"c{number}_same_side": bool(same_side.all()), f"c{number}_wall_s": wall,
+            **{f"c{number}_{key}": value for key, value in residual_columns(norms).items()}}
+
+
+def block_run(newton, linear, steps=60, dt=1.0 / 60.0):
+    import softsnake
+    from softsnake.meshing import box_tet_mesh
+
+    verts, tets = box_tet_mesh(size=(0.1, 0.1, 0.1), cells=(2, 2, 2))
+    builder = softsnake.ModelBuilder()
+    builder.add_ground(mu=0.5)
+    builder.add_soft_mesh(verts, tets, 1000.0, 1.0e6, 0.3, position=(0.0, 0.0, 0.05), damping=0.01)
+    model = builder.finalize("cpu")
+    solver = softsnake.Solver(model, substeps=1, newton_iterations=newton, linear_iterations=linear,
+                              check_finite=False)
+    state, control = model.state(), model.control()
+    speeds, norms = [], []
+    for _ in range(steps):
+        solver.step(state, state, control, dt)
+        speeds.append(float(np.abs(state.particle_qd.numpy()).max()))
+        norms.append(solver.residual_norms(state, control, dt).as_dict())
+    half = steps // 2
+    return {"max_speed_first_half_m_s": max(speeds[:half]), "max_speed_last_half_m_s": max(speeds[half:]),
+            **{f"median_res_{kind}": float(np.median([n[kind][0] for n in norms])) for kind in (*KINDS, "rows")}}
+
+
+def fmt(value):
+    if isinstance(value, float):
+        return "nan" if math.isnan(value) else f"{value:.4g}"
+    return str(value)
+
+
+def write_outputs(out, stem, rows, header_lines):
+    keys = list(dict.fromkeys(key for row in rows for key in row))
+    table = [{key: row.get(key, "") for key in keys} for row in rows]
+    write_dict_csv(out / f"{stem}.csv", [{key: fmt(value) for key, value in row.items()} for row in table])
+    lines = [*header_lines, "", "| " + " | ".join(keys) + " |", "|" + "---|" * len(keys)]
+    lines += ["| " + " | ".join(fmt(row[key]) for key in keys) + " |" for row in table]
+    (out / f"{stem}.md").write_text("\n".join(lines) + "\n")
+
+
+def add_relative_change(rows):
+    """Forward travel change [%] relative to the finest budget that finished without blowing up."""
+    finished = [row for row in rows if not row["blew_up"]]
+    if not finished:
+        return
+    finest = max(finished, key=lambda row: (row["newton"] * row["linear"], row["newton"]))
+    for row in rows:
+        row["forward_change_pct"] = 100.0 * (row["forward_m"] / finest["forward_m"] - 1.0)
+        row["relative_to"] = finest["budget"]
+
+
+def main(argv=None):
+    parser = experiment_parser(__doc__, __file__)
+    parser.add_argument("--seconds", type=float, default=10.0, help="simulated time of each snake run [s]")
+    parser.add_argument("--resolution", default="paper", choices=("paper", "coarse"), help="snake mesh")
+    parser.add_argument("--budgets", default=DEFAULT_BUDGETS, help="NEWTONxLINEAR,... and/or default")
+    parser.add_argument("--skip-block", action="store_true")
+    parser.add_argument("--skip-snake", action="store_true")
+    parser.add_argument("--skip-vine", action="store_true")
+    parser.add_argument("--tag", default=None, help="file name tag (default <resolution>_<seconds>s)")
+    options = parser.parse_args(argv)
+    out = make_output_folder(options.out)
+    budgets = parse_budgets(options.budgets)
+    tag = options.tag or f"{options.resolution}_{options.seconds:g}s"
+    device = wp.get_device("cpu")
+    device_line = f"device: {device} ({device.name}; {platform.processor() or platform.machine()})"
+    print(device_line, flush=True)
+    common = [f"Written by experiments/convergence.py; {device_line}; warp {wp.config.version}.",
+              f"Budgets run: {', '.join(label for label, _, _ in budgets)} (cheapest first).",
+              ("Residual norms (res_*): Solver.residual_norms at the end of the run, world 0, sqrt(kg) m "
+              "(softsnake/residuals.py).")]
+
+    if not options.skip_block:
+        rows = []
+        for label, newton, linear in budgets:
+            rows.append({"budget": label, "newton": newton, "linear": linear, **block_run(newton, linear)})
+            print("block " + ", ".join(f"{k} {fmt(v)}" for k, v in rows[-1].items()), flush=True)
+            write_outputs(out, "convergence_block", rows, [
+                "# Stiff soft block resting on the ground: stability and residuals per budget", "", *common,
+                ("1 MPa block (10 cm, 2x2x2 cells, nu 0.3, damping 0.01 s), 60 steps of 1/60 s, 1 substep, "
+                 "blow-up check off; residuals: median over the 60 steps.")])
+
+    if not options.skip_vine:
+        rows = []
+        for label, newton, linear in budgets:
+            row = {"budget": label, "newton": newton, "linear": linear}
+            for number in (1, 2):
+                row.update(vine_run(number, newton, linear))
+            rows.append(row)
+            print("vine " + ", ".join(f"{k} {fmt(v)}" for k, v in row.items()), flush=True)
+            write_outputs(out, f"convergence_{tag}_vine", rows, [
+                "# Vine, cluttered reference scenes 1 and 2: tip error per budget", "", *common,
+                ("Tip error in tube diameters against seed 000's rollouts; the vine's settings (1 substep, "
+                "warm start) with the budget's iteration counts.")])
+
+    if not options.skip_snake:
+        rows = []
+        for label, newton, linear in budgets:
+            row = {"budget": label, "newton": newton, "linear": linear,
+                   **snake_run(options.resolution, options.seconds, newton, linear)}
+            rows.append(row)
+            add_relative_change(rows)
+            print("snake " + ", ".join(f"{k} {fmt(v)}" for k, v in row.items()), flush=True)
+            write_outputs(out, f"convergence_{tag}_snake", rows, [
+                f"# Snake gait ({options.resolution} mesh, {options.seconds:g} s): travel per budget", "",
+                *common,
+                ("forward_change_pct: forward travel relative to the finest budget finished so far (relative_to). "
+                "wall_per_simulated_s: one core of a shared 2-core machine.")])
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

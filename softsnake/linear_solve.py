@@ -1,0 +1,73 @@
+"""The recorded launches of a Newton iteration's linear solve, [J M^-1 J^T + E] dlambda = rhs.
+
+Jacobi-preconditioned conjugate residual, per world (seed 001, section IV-D): either one thread
+per world running the whole solve (``kernels.linear_solver.cr_solve_per_world``: many small worlds,
+and the CPU, where every launch costs tens of microseconds), or one kernel per operation over all
+rows of all worlds with per-world reductions and step sizes (large worlds on a GPU). Both compute
+the same iterates, and both stop a world once its residual has fallen by ``linear_tolerance``.
+"""
+
+import functools
+
+import warp as wp
+
+from .kernels import linear_solver, operator
+
+
+def inverse_mass_transpose_command(solver, x, u):
+    """u = M^-1 J^T x (the solver's current J)."""
+    m = solver.model
+    return solver.record(operator.apply_inverse_mass_transpose, solver.entity_count, [
+        m.JT_offsets, m.JT_offsets[1:], m.JT_columns, solver.JT_values, x, m.particle_inv_mass, m.body_inv_mass,
+        solver.body_inv_inertia_world, m.particle_count, solver.planar], outputs=[u])
+
+
+def world_dot_commands(solver, a, b, result, weight=None):
+    """result[w] = sum over world w's rows of a b (weight), in a fixed order."""
+    m = solver.model
+    return [solver.record(linear_solver.reduce_chunks, m.chunk_count, [
+                a, b, a if weight is None else weight, 0 if weight is None else 1, m.chunk_start, m.chunk_end],
+                outputs=[solver.partial]),
+            solver.record(linear_solver.reduce_worlds, m.world_count, [solver.partial, m.world_chunk_start],
+                          outputs=[result])]
+
+
+def multiply_commands(solver, x, y):
+    """y = [J M^-1 J^T + E] x."""
+    m = solver.model
+    return [inverse_mass_transpose_command(solver, x, solver.u),
+            solver.record(operator.multiply_rows, m.row_count, [
+                m.solve_offsets, m.solve_columns, solver.J_solve_values, solver.u, x, solver.compliance_eff,
+                solver.coupling_eff, m.row_block_start], outputs=[y])]
+
+
+def solve_commands(solver):
+    """dlam ~= [J M^-1 J^T + E]^-1 rhs, per world."""
+    m = solver.model
+    tolerance_sq = solver.linear_tolerance * solver.linear_tolerance
+    if solver.linear_solver == "per_world":
+        return [solver.record(linear_solver.cr_solve_per_world, m.world_count, [
+            m.row_world_start_device, m.particle_world_start_device, m.body_world_start_device, m.particle_count,
+            solver.planar, solver.linear_iterations, tolerance_sq, m.solve_offsets, m.solve_columns,
+            solver.J_solve_values, m.JT_offsets, m.JT_columns, solver.JT_values, m.particle_inv_mass, m.body_inv_mass,
+            solver.body_inv_inertia_world, solver.compliance_eff, solver.coupling_eff, m.row_block_start, solver.rhs,
+            solver.inv_diagonal, solver.row_live, solver.live_rows, solver.JT_live_ends],
+            outputs=[solver.u, solver.z, solver.p, solver.Az, solver.Ap, solver.dlam])]
+    n, W, s = m.row_count, m.world_count, solver
+    commands = [s.record(linear_solver.cr_start, n, [s.rhs, s.inv_diagonal], outputs=[s.dlam, s.z, s.p])]
+    commands += multiply_commands(s, s.z, s.Az)
+    commands.append(functools.partial(wp.copy, s.Ap, s.Az))
+    commands += world_dot_commands(s, s.z, s.Az, s.zAz)
+    commands.append(functools.partial(wp.copy, s.zAz_start, s.zAz))
+    iteration = world_dot_commands(s, s.Ap, s.Ap, s.ApPAp, weight=s.inv_diagonal)
+    iteration.append(s.record(linear_solver.cr_step_size, W, [s.zAz, s.zAz_start, s.ApPAp, tolerance_sq],
+                              outputs=[s.alpha]))
+    iteration.append(s.record(linear_solver.cr_update_solution, n, [m.row_world, s.alpha, s.p, s.Ap, s.inv_diagonal],
+                              outputs=[s.dlam, s.z]))
+    iteration += multiply_commands(s, s.z, s.Az)
+    iteration += world_dot_commands(s, s.z, s.Az, s.zAz_new)
+    iteration.append(s.record(linear_solver.cr_direction_ratio, W, [s.zAz_new, s.zAz_start, tolerance_sq],
+                              outputs=[s.zAz, s.beta]))
+    iteration.append(s.record(linear_solver.cr_update_direction, n, [m.row_world, s.beta, s.z, s.Az],
+                              outputs=[s.p, s.Ap]))
+    return commands + iteration * solver.linear_iterations

@@ -1,0 +1,137 @@
+"""The recorded launches of a substep: prediction, the Newton iterations with their line search, and
+the velocities (the linear solve is ``softsnake.linear_solve``).
+
+One Newton iteration (``softsnake.kernels.rows`` derives its system):
+
+1. assemble at the current positions x: the displacements x - x_n and x - x~, every constraint
+   type's rows (``softsnake.constraints``), the solver's J and J^T, u = M^-1 J^T lambda, and the
+   right-hand side, effective compliance and Jacobi diagonal D of every row;
+2. judge the last step: the merit r^T D^-1 r of each world, r the rows' own residuals (the
+   right-hand side, times d phi/d a for complementarity rows), against the merit where the world
+   last stood; a world whose merit rose halves its last step instead of taking a new one
+   (``kernels.multipliers.judge_newton_steps``);
+3. solve the linear system (``softsnake.linear_solve``);
+4. update: lambda += dlambda and x += M^-1 J^T dlambda where the world accepted, back by half its
+   last step (multipliers and positions) where it retreats.
+
+After the last iteration one more assembly judges the last step the same way (``final_check``), so
+that no substep ends on a step that raised its world's residual.
+"""
+
+from .kernels import integration, multipliers, rows
+from .linear_solve import inverse_mass_transpose_command, world_dot_commands
+
+
+def predict_commands(solver, state, h):
+    """x~ = x + h v + h^2 M^-1 f, the substep's start x_n kept; then contact detection."""
+    m, s = solver.model, solver
+    commands = []
+    if m.particle_count:
+        commands.append(s.record(integration.predict_particles, m.particle_count, [
+            state.particle_q, state.particle_qd, state.particle_f, m.particle_inv_mass, m.gravity, m.planar_axis, h,
+            s.particle_q_prev, s.particle_q_pred]))
+    if m.body_count:
+        commands.append(s.record(integration.predict_bodies, m.body_count, [
+            state.body_q, state.body_qd, state.body_f, m.body_inv_mass, m.body_inertia, m.body_inv_inertia, m.gravity,
+            m.planar_axis, h, s.body_q_prev, s.body_q_pred]))
+    for ctype in s.constraint_types:
+        commands += ctype.predict_commands(s, state, h)
+    return commands
+
+
+def jacobian_commands(solver, state, control, h):
+    """World inverse inertias, every row at the current positions, and the solver's copies of J and J^T."""
+    m, s = solver.model, solver
+    commands = []
+    if m.body_count:
+        commands.append(s.record(integration.update_world_inverse_inertia, m.body_count,
+                                 [state.body_q, m.body_inv_inertia, s.body_inv_inertia_world]))
+    # Row types other than tetrahedra have no block coupling; it stays zero from allocation
+    # except on tetrahedral normal rows, which rewrite it every iteration.
+    commands += [ctype.row_command(s, state, control, h) for ctype in s.constraint_types]
+    if m.solve_compact:
+        commands.append(s.record(rows.gather_solve_values, m.solve_nnz, [
+            s.J_values, m.solve_source, m.JT_source, s.J_solve_values, s.JT_values]))
+    else:
+        commands.append(s.record(rows.gather_values, m.solve_nnz, [s.J_values, m.JT_source, s.JT_values]))
+    return commands
+
+
+def balance_commands(solver, state):
+    """x = x~ + M^-1 J^T lambda: positions in momentum balance with the multipliers (this J)."""
+    m, s = solver.model, solver
+    return [inverse_mass_transpose_command(s, state.multipliers, s.u_lambda),
+            s.record(integration.positions_from_prediction, s.entity_count, [
+                s.u_lambda, m.particle_count, s.particle_q_pred, s.body_q_pred, state.particle_q, state.body_q])]
+
+
+def warm_start_commands(solver, state, control, h):
+    """After the prediction and the contact detection: the rows there, then x = x~ + M^-1 J^T lambda for
+    the carried multipliers (those of the contact rows: ``ConstraintType.carries_multipliers``)."""
+    return jacobian_commands(solver, state, control, h) + balance_commands(solver, state)
+
+
+def displacement_command(solver, state):
+    """x - x_n (``solver.displacement``) and x - x~ (``solver.offset``) of every degree of freedom."""
+    s = solver
+    return s.record(integration.substep_displacements, s.entity_count, [
+        state.particle_q, s.particle_q_prev, s.particle_q_pred, state.body_q, s.body_q_prev, s.body_q_pred,
+        s.model.particle_count], outputs=[s.displacement, s.offset])
+
+
+def system_commands(solver, state, control, h):
+    """Step 1 of an iteration: the linear system at the current positions, and the rows' own residuals
+    (``solver.residual``)."""
+    m, s = solver.model, solver
+    commands = [displacement_command(s, state)] + jacobian_commands(s, state, control, h)
+    commands.append(s.record(rows.prepare_rows, m.row_count, [
+        m.solve_offsets, m.solve_columns, s.J_solve_values, s.row_c, s.row_compliance, s.row_coupling,
+        m.row_block_start, s.row_damping, state.multipliers, s.displacement, m.particle_inv_mass, m.body_inv_mass, s.body_inv_inertia_world, 3 * m.particle_count, s.planar],
+        outputs=[s.rhs, s.compliance_eff, s.coupling_eff, s.inv_diagonal]))
+    commands.append(s.record(multipliers.scale_residuals, m.row_count, [s.rhs, s.row_residual_scale],
+                             outputs=[s.residual]))
+    return commands
+
+
+def assemble_commands(solver, state, control, h):
+    """Steps 1 and 2 of an iteration: the linear system at the current positions and the judged last step."""
+    m, s = solver.model, solver
+    commands = system_commands(s, state, control, h)
+    commands += world_dot_commands(s, s.residual, s.residual, s.merit, weight=s.inv_diagonal)
+    commands.append(s.record(multipliers.judge_newton_steps, m.world_count, [
+        s.merit, int(s.line_search), 0.5 ** s.line_search_halvings, s.newton_tolerance * s.newton_tolerance],
+        outputs=[s.merit_ref, s.merit_first, s.step_scale, s.retreat]))
+    commands.append(s.record(multipliers.hold_converged_rows, m.row_count, [m.row_world, s.retreat], outputs=[s.rhs]))
+    commands.append(s.record(integration.remember_accepted_points, s.entity_count, [
+        s.offset, m.particle_count, m.particle_world, m.body_world, s.retreat], outputs=[s.offset_ref]))
+    return commands
+
+
+def update_commands(solver, state, take_step=True):
+    """Step 4: the multipliers (the new step, or a retreat), then the positions: moved by
+    M^-1 J^T dlambda, or back along the retreating world's last step."""
+    m, s = solver.model, solver
+    return [s.record(multipliers.update_multipliers, m.row_count, [
+        m.row_world, s.retreat, s.step_scale, int(take_step), s.dlam], outputs=[state.multipliers, s.dlam_taken]),
+        inverse_mass_transpose_command(s, s.dlam, s.u_lambda),
+        s.record(integration.positions_after_update, s.entity_count, [
+            s.u_lambda, int(take_step), m.particle_count, m.particle_world, m.body_world, s.retreat, s.step_scale,
+            s.offset_ref, s.particle_q_pred, s.body_q_pred], outputs=[s.offset_full, state.particle_q, state.body_q])]
+
+
+def finish_commands(solver, state, h):
+    """v = v~ + (x - x~) / h for particles and bodies (rotation: the rotation vector from q~ to q)."""
+    m, s = solver.model, solver
+    commands = []
+    if m.particle_count:
+        commands.append(s.record(integration.finish_particle_velocities, m.particle_count,
+                                 [state.particle_q, s.particle_q_pred, 1.0 / h, state.particle_qd]))
+    if m.body_count:
+        commands.append(s.record(integration.finish_body_velocities, m.body_count,
+                                 [state.body_q, s.body_q_pred, 1.0 / h, state.body_qd]))
+    return commands
+
+
+def start_line_search_commands(solver):
+    """Every world begins its substep with no step to judge."""
+    return [solver.record(multipliers.start_line_search, solver.model.world_count, [], outputs=[solver.step_scale])]

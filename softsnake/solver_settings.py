@@ -1,0 +1,143 @@
+"""Every setting of the solver in one place: what it is, its unit, and why it has its value.
+
+``Solver(model, settings=None, **overrides)`` starts from ``SolverSettings()`` (the engine's one
+policy: robots and commands change the budget where they need to, never the formulation) and
+applies the keyword overrides. The settings stay public attributes of the solver; changing one
+between steps takes effect at the next step.
+"""
+
+import dataclasses
+import math
+
+from .errors import ConfigError
+
+LINEAR_SOLVERS = ("auto", "batched", "per_world")
+
+
+@dataclasses.dataclass(frozen=True)
+class SolverSettings:
+    """The solver's budget, its tolerances and the regularisations of its rows.
+
+    Budget (seed 001 runs 2 substeps x 4 Newton x 20 conjugate residual iterations per frame):
+
+    Attributes:
+        substeps: substeps per ``Solver.step`` (the paper: 2).
+        newton_iterations: Newton iterations per substep, at most (the paper: 4).
+        newton_tolerance: a world stops iterating (holds its point for the rest of the substep) once the
+            root of its merit has fallen by this factor from the substep's start [-]: converged worlds
+            do no more work. 0 runs every iteration.
+        linear_iterations: conjugate residual iterations per Newton iteration, at most (the paper: 20).
+        linear_tolerance: a world's linear solve stops once its preconditioned residual has fallen by
+            this factor [-]: converged worlds do no more work, and a solve never iterates on round-off.
+            0 runs every iteration.
+        linear_solver: "batched" (each conjugate residual operation one kernel over all rows: large
+            worlds on a GPU), "per_world" (one thread per world: many small worlds, and the CPU), or
+            "auto" (per_world on the CPU and wherever no world has more than ``PER_WORLD_MAX_ROWS``
+            rows). Both give the same iterates.
+        warm_start: start each substep from the multipliers of the last one (rescaled to the new
+            substep length), carried in ``State.multipliers``: stiff bodies keep their stresses and
+            contacts their forces instead of rebuilding them every substep. The line search keeps a
+            poor start from adding energy.
+        line_search: backtrack a Newton step that raised its world's residual (the merit
+            r^T D^-1 r of the Newton system, D its Jacobi diagonal): the world halves its step
+            instead, at most ``line_search_halvings`` times in a row, and one more assembly after the
+            last iteration judges the last step. Off by default: the iteration holds the friction
+            force direction and mu lambda_n fixed within a step, so a step that starts sliding can
+            raise the merit on its way to the solution, and backtracking then costs the iterations
+            the solution needs (a wheeled module pushed sideways at twice its grip tumbled with
+            the line search at 8 x 100 and slid correctly without it). Nor does it keep a short
+            budget from adding energy: a stiff soft block (1 MPa) resting on the ground at dt = 1/60 s
+            gains speeds of metres per second at 4 Newton x 40..160 iterations with it as without it,
+            and stays at rest at 8 x 100 (experiments/results/convergence_block.md).
+        line_search_halvings: the most consecutive halvings of one step [-].
+
+    Contacts:
+
+    Attributes:
+        contact_margin: distance [m] within which a contact slot turns active at the prediction:
+            a slot stays inactive (and cheap) until its point comes this close to the obstacle.
+        fb_epsilon: the corner a = b = 0 of the Fischer-Burmeister function is smoothed by this
+            length [m], far below any gap or slip a robot resolves and far above float32 round-off
+            of the gaps (about 1e-7 m at 1 m from the world's origin).
+        contact_regularization: proximal compliance of normal rows relative to their J M^-1 J^T [-]:
+            keeps the linear system regular when contacts outnumber the degrees of freedom (a box on
+            four corners) without moving the solution (the rows' residual carries none of it).
+        friction_regularization: the same for friction rows [-].
+
+    Rows:
+
+    Attributes:
+        min_stiffness_ratio: floor of a sampled moment curve's tangent stiffness, relative to the
+            spring's reference stiffness [-]: a flat stretch of the curve would make the row's
+            compliance infinite.
+
+    Blow-up check (once per step, one small device-to-host copy):
+
+    Attributes:
+        check_finite: raise SimulationError when a world blows up (switch off for CUDA-graph
+            capture of many steps).
+        max_speed: linear speed [m/s] above which a world counts as blown up: far beyond any robot
+            here, reached within a few steps by a diverging solve.
+        max_angular_speed: angular speed [rad/s] of a body above which its world counts as blown up
+            (a wheel of 1 cm at 1000 m/s turns at 1e5 rad/s).
+        energy_growth_limit: a world whose kinetic energy grew by more than this factor [-] in one
+            step, from more than ``energy_floor``, counts as blown up: a diverging solve grows a
+            world's energy by orders of magnitude per step, actuation and gravity by far less (free
+            fall from rest: 4 times from the first step to the second, less after). An external force
+            that really does multiply a moving world's energy by 100 in one step needs this raised.
+        energy_floor: kinetic energy [J] below which growth is not judged (a world starting from rest).
+    """
+
+    substeps: int = 2
+    newton_iterations: int = 8
+    newton_tolerance: float = 1.0e-5
+    linear_iterations: int = 100
+    linear_tolerance: float = 1.0e-3
+    linear_solver: str = "auto"
+    warm_start: bool = True
+    line_search: bool = False
+    line_search_halvings: int = 3
+    contact_margin: float = 0.01
+    fb_epsilon: float = 1.0e-9
+    contact_regularization: float = 1.0e-2
+    friction_regularization: float = 1.0e-2
+    min_stiffness_ratio: float = 1.0e-3
+    check_finite: bool = True
+    max_speed: float = 1000.0
+    max_angular_speed: float = 1.0e5
+    energy_growth_limit: float = 100.0
+    energy_floor: float = 1.0e-6
+
+    def __post_init__(self):
+        for name in ("substeps", "newton_iterations", "linear_iterations"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not float(value).is_integer() or value < 1:
+                raise ConfigError(f"{name} must be a positive integer, got {value!r}")
+            object.__setattr__(self, name, int(value))
+        if isinstance(self.line_search_halvings, bool) or not float(self.line_search_halvings).is_integer() \
+                or self.line_search_halvings < 0:
+            raise ConfigError(f"line_search_halvings must be a non-negative integer, got {self.line_search_halvings!r}")
+        object.__setattr__(self, "line_search_halvings", int(self.line_search_halvings))
+        for name in ("newton_tolerance", "linear_tolerance", "contact_margin", "fb_epsilon", "contact_regularization",
+                     "friction_regularization", "min_stiffness_ratio", "energy_floor"):
+            value = float(getattr(self, name))
+            if not (math.isfinite(value) and value >= 0.0):
+                raise ConfigError(f"{name} must be non-negative and finite, got {getattr(self, name)!r}")
+            object.__setattr__(self, name, value)
+        for name in ("max_speed", "max_angular_speed", "energy_growth_limit"):
+            value = float(getattr(self, name))
+            if not (math.isfinite(value) and value > 0.0):
+                raise ConfigError(f"{name} must be positive and finite, got {getattr(self, name)!r}")
+            object.__setattr__(self, name, value)
+        if self.linear_solver not in LINEAR_SOLVERS:
+            raise ConfigError(f"linear_solver must be one of {', '.join(LINEAR_SOLVERS)}, got {self.linear_solver!r}")
+        for name in ("warm_start", "line_search", "check_finite"):
+            object.__setattr__(self, name, bool(getattr(self, name)))
+
+    def replace(self, **overrides):
+        """A copy with ``overrides`` (unknown names are a ConfigError naming them)."""
+        names = {f.name for f in dataclasses.fields(self)}
+        unknown = sorted(set(overrides) - names)
+        if unknown:
+            raise ConfigError(f"unknown solver setting(s): {', '.join(unknown)} (known: {', '.join(sorted(names))})")
+        return dataclasses.replace(self, **overrides)

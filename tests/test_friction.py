@@ -1,0 +1,220 @@
+"""Contact and Coulomb friction against analytic answers, in both of the solver's starts.
+
+The engine warm starts (``SolverSettings.warm_start``, the robots' configuration); every test here
+runs warm and cold, with the same tolerances: a converged solve does not depend on its start. The
+friction rows are derived in ``softsnake.constraints.contact``.
+"""
+
+import math
+
+import numpy as np
+import pytest
+import warp as wp
+
+import softsnake
+from softsnake.meshing import box_tet_mesh
+from softsnake.spatial import quat_from_axis_angle
+
+G = 9.81
+
+
+@pytest.fixture(params=[True, False], ids=["warm", "cold"])
+def warm_start(request):
+    return request.param
+
+
+def run(model, seconds, dt=1.0 / 120.0, record=None, **solver_options):
+    """Step a model for ``seconds``; ``record(state)`` is called after every step and collected."""
+    solver = softsnake.Solver(model, **solver_options)
+    state, control = model.state(), model.control()
+    out = []
+    for _ in range(int(round(seconds / dt))):
+        solver.step(state, state, control, dt)
+        if record is not None:
+            out.append(record(state))
+    return state, np.asarray(out)
+
+
+def body_position(state):
+    return state.body_q.numpy()[0, :3].astype(np.float64)
+
+
+def particle_position(state):
+    return state.particle_q.numpy()[0].astype(np.float64)
+
+
+def tilt_degrees(quaternion):
+    """Angle [deg] between a body's z axis and the world's."""
+    return math.degrees(math.acos(min(1.0, abs(1.0 - 2.0 * (quaternion[0] ** 2 + quaternion[1] ** 2)))))
+
+
+def test_resting_on_ground(device, warm_start):
+    """A particle and a box resting on the ground for 2 s: sink < 1 mm, drift < 1 mm."""
+    b = softsnake.ModelBuilder()
+    b.add_ground(mu=0.5)
+    b.add_particle((0.0, 0.0, 0.05), mass=0.1, radius=0.05)
+    box = b.add_body((1.0, 0.0, 0.05))
+    b.add_shape_box(box, (0.05, 0.05, 0.05), density=1000.0)
+    model = b.finalize(device)
+    _, traj = run(model, 2.0, record=lambda s: np.concatenate([s.particle_q.numpy()[0], s.body_q.numpy()[0, :3]]),
+                  warm_start=warm_start)
+    particle, body = traj[:, :3], traj[:, 3:]
+    assert np.abs(particle[:, 2] - 0.05).max() < 1e-3 and np.abs(body[:, 2] - 0.05).max() < 1e-3
+    assert np.linalg.norm(particle[-1, :2] - [0.0, 0.0]) < 1e-3
+    assert np.linalg.norm(body[-1, :2] - [1.0, 0.0]) < 1e-3
+
+
+def slope_model(device, mu, angle, body="box"):
+    """A 10 cm cube (``box``: rigid on its four corners; ``soft``: a 2x2x2-cell tet block, Y = 1e5 Pa)
+    or a particle (``point``) resting on a plane tilted by ``angle`` [rad]; (model, record): record(state)
+    is the position [m] of the body, the particle, or the soft block's bottom face."""
+    b = softsnake.ModelBuilder()
+    normal = np.array([math.sin(angle), 0.0, math.cos(angle)])
+    b.add_ground(mu=mu, normal=normal)
+    rot = quat_from_axis_angle((0, 1, 0), angle)
+    if body == "box":
+        box = b.add_body(normal * 0.05, rot)
+        b.add_shape_box(box, (0.05, 0.05, 0.05), density=1000.0)
+        record = body_position
+    elif body == "soft":
+        vertices, tets = box_tet_mesh((0.1, 0.1, 0.1), (2, 2, 2))
+        b.add_soft_mesh(vertices, tets, 1000.0, 1.0e5, 0.3, position=normal * 0.05, rotation=rot, damping=0.002)
+        bottom = np.flatnonzero(vertices[:, 2] < -0.05 + 1e-9)
+        record = lambda s: s.particle_q.numpy()[bottom].astype(np.float64).mean(axis=0)  # noqa: E731
+    else:
+        b.add_particle(normal * 0.05, mass=1.0, radius=0.05)
+        record = particle_position
+    return b.finalize(device), record
+
+
+def slope_run(device, mu, angle, body, seconds=1.0, dt=1.0 / 120.0, **solver_options):
+    """(times [s], displacement [m] along the fall line) of ``slope_model``."""
+    model, record = slope_model(device, mu, angle, body)
+    _, xs = run(model, seconds, dt=dt, record=record, **solver_options)
+    down = np.array([math.cos(angle), 0.0, -math.sin(angle)])
+    return np.arange(1, len(xs) + 1) * dt, (xs - xs[0]) @ down
+
+
+@pytest.mark.parametrize("mu", [0.3, 0.6])
+@pytest.mark.parametrize("margin", [-0.15, -0.06])
+def test_box_sticks_on_slope(device, warm_start, mu, margin):
+    """tan(angle) = mu + margin < mu - 0.05: the box stays (moves < 1 mm in 1 s)."""
+    _, along = slope_run(device, mu, math.atan(mu + margin), "box", warm_start=warm_start)
+    assert np.abs(along).max() < 1e-3
+
+
+@pytest.mark.parametrize("mu", [0.3, 0.6])
+@pytest.mark.parametrize("margin", [0.06, 0.2])
+@pytest.mark.parametrize("footprint", ["point", "box"])
+def test_sliding_on_slope(device, warm_start, mu, margin, footprint):
+    """tan(angle) = mu + margin > mu + 0.05: acceleration g (sin - mu cos) within 5 %.
+
+    ``point``: a particle (one contact); ``box``: a cube on its four corners.
+    """
+    angle = math.atan(mu + margin)
+    t, along = slope_run(device, mu, angle, footprint, warm_start=warm_start)
+    start = len(t) // 4
+    acc = 2 * np.polyfit(t[start:], along[start:], 2)[0]
+    expected = G * (math.sin(angle) - mu * math.cos(angle))
+    assert abs(acc / expected - 1) < 0.05
+
+
+@pytest.mark.parametrize("degrees", [10, 20])
+@pytest.mark.parametrize("body", ["box", "soft"])
+def test_no_creep_below_friction_angle(device, warm_start, degrees, body):
+    """mu = 0.5 (friction angle 26.6 deg): a rigid or soft cube on a 10 or 20 deg slope moves less than
+    0.1 mm along the fall line in 10 s (a soft cube's bottom face, after 0.5 s to settle elastically)."""
+    dt = 1.0 / 60.0
+    _, along = slope_run(device, 0.5, math.radians(degrees), body, seconds=10.5, dt=dt, warm_start=warm_start)
+    settled = int(round(0.5 / dt)) - 1
+    creep = np.abs(along[settled:] - along[settled]).max()
+    assert creep < 1e-4, f"crept {creep * 1e3:.4f} mm in 10 s"
+
+
+@pytest.mark.parametrize("mu", [0.2, 0.5, 1.0])
+def test_sliding_starts_at_the_friction_angle(device, warm_start, mu):
+    """A flat block (10 x 10 x 2 cm: it slides before it could tip, tan = 5) on a plane tilted slowly
+    from 0 deg at 2 deg/s starts sliding within +-1 deg of atan(mu). The plane is static and gravity
+    turns instead (the same thing in the plane's frame, at this rate). Sliding starts when the block
+    has moved 1 mm down the fall line (at the measured angle it lags the onset by a fraction of a
+    degree: the block has barely accelerated)."""
+    b = softsnake.ModelBuilder()
+    b.add_ground(mu=mu)
+    block = b.add_body((0.0, 0.0, 0.01))
+    b.add_shape_box(block, (0.05, 0.05, 0.01), density=1000.0)
+    model = b.finalize(device)
+    solver = softsnake.Solver(model, warm_start=warm_start)
+    state, control = model.state(), model.control()
+    dt, rate = 1.0 / 60.0, math.radians(2.0)
+    limit = math.atan(mu) + math.radians(3.0)
+    angle, onset = 0.0, None
+    while angle < limit and onset is None:
+        angle += rate * dt
+        model.gravity = wp.vec3(G * math.sin(angle), 0.0, -G * math.cos(angle))
+        solver.step(state, state, control, dt)
+        if state.body_q.numpy()[0, 0] > 1e-3:
+            onset = angle
+    assert onset is not None, f"still sticking at {math.degrees(angle):.2f} deg"
+    assert abs(math.degrees(onset - math.atan(mu))) < 1.0, f"slid at {math.degrees(onset):.2f} deg"
+
+
+@pytest.mark.parametrize("mu", [0.3, 0.8])
+def test_stopping_distance(device, warm_start, mu):
+    """A particle sliding on flat ground from v0 stops after v0^2 / (2 mu g), within 5 %."""
+    v0 = 2.0
+    b = softsnake.ModelBuilder()
+    b.add_ground(mu=mu)
+    b.add_particle((0.0, 0.0, 0.05), velocity=(v0, 0.0, 0.0), mass=1.0, radius=0.05)
+    model = b.finalize(device)
+    state, xs = run(model, 1.5 * v0 / (mu * G), record=particle_position, warm_start=warm_start)
+    assert np.linalg.norm(state.particle_qd.numpy()[0]) < 1e-3
+    assert abs(xs[-1, 0] / (v0 * v0 / (2 * mu * G)) - 1) < 0.05
+
+
+def test_soft_block_stopping_distance(device, warm_start):
+    """A soft tet block (10 cm, 2x2x2 cells, Y = 1e5 Pa) sliding at 1 m/s on ground with mu = 0.5 stops
+    after v0^2 / (2 mu g) = 0.102 m (its centre of mass), within 5 %, and stays there."""
+    v0, mu = 1.0, 0.5
+    vertices, tets = box_tet_mesh((0.1, 0.1, 0.1), (2, 2, 2))
+    b = softsnake.ModelBuilder()
+    b.add_ground(mu=mu)
+    b.add_soft_mesh(vertices, tets, 1000.0, 1.0e5, 0.3, position=(0.0, 0.0, 0.05), velocity=(v0, 0.0, 0.0),
+                    damping=0.002)
+    model = b.finalize(device)
+    _, xs = run(model, 3.0 * v0 / (mu * G), dt=1.0 / 120.0, record=lambda s: s.particle_q.numpy().mean(axis=0),
+                warm_start=warm_start)
+    assert abs(xs[-1, 0] / (v0 * v0 / (2 * mu * G)) - 1) < 0.05, f"stopped after {xs[-1, 0]:.4f} m"
+    # at rest, up to its elastic vibration (a fraction of a millimetre): the last two tenths of a
+    # second have the same mean position
+    assert abs(xs[-24:-12, 0].mean() - xs[-12:, 0].mean()) < 1e-4
+
+
+def test_cube_landing_while_sliding_stops_without_tipping(device, warm_start):
+    """A 10 cm cube (mu = 0.5) dropped from 1 cm while sliding at 2 m/s lands flat and stops after
+    v0^2 / (2 mu g) = 0.408 m, within 5 %, never tilting more than 1 deg."""
+    v0, mu = 2.0, 0.5
+    b = softsnake.ModelBuilder()
+    b.add_ground(mu=mu)
+    cube = b.add_body((0.0, 0.0, 0.06), velocity=(v0, 0.0, 0.0))
+    b.add_shape_box(cube, (0.05, 0.05, 0.05), density=1000.0)
+    model = b.finalize(device)
+    _, q = run(model, 1.0, record=lambda s: s.body_q.numpy()[0].astype(np.float64), warm_start=warm_start)
+    assert abs(q[-1, 0] / (v0 * v0 / (2 * mu * G)) - 1) < 0.05, f"stopped after {q[-1, 0]:.4f} m"
+    assert max(tilt_degrees(quaternion) for quaternion in q[:, 3:]) < 1.0
+
+
+def test_sphere_rolls_down_slope(device, warm_start):
+    """A solid sphere on a slope with enough friction rolls: acceleration (5/7) g sin(angle), within 5 %."""
+    angle, r, m = math.radians(20), 0.05, 1.0
+    b = softsnake.ModelBuilder()
+    normal = np.array([math.sin(angle), 0.0, math.cos(angle)])
+    b.add_ground(mu=1.0, normal=normal)
+    ball = b.add_body(normal * r, mass=m, inertia=np.eye(3) * 0.4 * m * r * r)
+    b.add_shape_sphere(ball, r)
+    model = b.finalize(device)
+    dt = 1.0 / 120.0
+    _, xs = run(model, 1.0, dt=dt, record=body_position, warm_start=warm_start)
+    t = np.arange(1, len(xs) + 1) * dt
+    along = (xs - xs[0]) @ np.array([math.cos(angle), 0.0, -math.sin(angle)])
+    acc = 2 * np.polyfit(t[30:], along[30:], 2)[0]
+    assert abs(acc / (5.0 / 7.0 * G * math.sin(angle)) - 1) < 0.05

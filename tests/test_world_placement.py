@@ -1,0 +1,189 @@
+"""Every world is simulated in its own frame: where a batch places a world does not change its trajectory.
+
+Positions are float32, whose spacing grows with the distance from the origin (6e-5 m at 1000 m):
+a world simulated at its offset would round friction and contact differently at every placement.
+The same world at offsets 0, 10, 100 and 1000 m must give bit-identical local states, the scene
+outputs (``Model.scene_particle_q``, ``scene_body_q``) add the offset in float64, and obstacles
+shared by all worlds are seen by each in its own frame.
+"""
+
+import numpy as np
+
+import softsnake
+from softsnake.constraints.shapes import ObstacleKind, obstacle_in_frame
+from softsnake.meshing import box_tet_mesh
+from softsnake.robots.snake.gait import GaitParams, gait_command
+from softsnake.robots.snake.robot import add_snake, chamber_pressures
+from softsnake.robots.snake.simulation import snake_solver
+from softsnake.robots.snake.config import load_snake_config
+from softsnake.spatial import quat_between
+
+DISTANCES = (0.0, 10.0, 100.0, 1000.0)
+"""Distances of the worlds from the scene origin [m]."""
+
+OFFSETS = [(d, 0.0, 0.0) for d in DISTANCES] + [(0.0, d, 0.0) for d in DISTANCES[1:]]
+"""World offsets [m]: along x and along y."""
+
+DT = 1.0 / 60.0
+"""Frame time step of the rod runs [s]."""
+
+
+def rod_world():
+    """A soft rod 0.2 x 0.02 x 0.02 m lying along x on the ground, sliding at 0.3 m/s."""
+    world = softsnake.ModelBuilder()
+    vertices, tets = box_tet_mesh(size=(0.2, 0.02, 0.02), cells=(4, 1, 1))
+    world.add_soft_mesh(vertices, tets, 1000.0, 1.0e5, 0.3, position=(0.0, 0.0, 0.01), velocity=(0.3, 0.0, 0.0),
+                        damping=0.01)
+    return world
+
+
+def batch(world, offsets, add_shared):
+    """``world`` placed at every offset, with the shared obstacles ``add_shared`` adds to the scene."""
+    scene = softsnake.ModelBuilder()
+    add_shared(scene)
+    for offset in offsets:
+        scene.add_world(world, offset=offset)
+    return scene.finalize("cpu")
+
+
+def run_rod(model, seconds):
+    """States of the pushed rods every frame (frames, particle_count, 3), and the solver. A constant
+    push of 0.6 m g per particle (more than the friction, mu 0.4) keeps every rod sliding."""
+    solver = softsnake.Solver(model)
+    state, control = model.state(), model.control()
+    push = np.zeros((model.particle_count, 3), dtype=np.float32)
+    push[:, 0] = 0.6 * model.particle_mass_numpy() * 9.81
+    state.particle_f.assign(push)
+    history = [state.particle_q.numpy().copy()]
+    for _ in range(int(round(seconds / DT))):
+        solver.step(state, state, control, DT)
+        history.append(state.particle_q.numpy().copy())
+    return np.stack(history), state, solver
+
+
+def per_world(model, values, kind="particle"):
+    """``values`` (..., count, k) split into one array per world."""
+    return [values[..., model.world_slice(kind, w), :] for w in range(model.world_count)]
+
+
+def test_rod_trajectory_does_not_depend_on_its_place():
+    """A rod sliding on shared frictional ground (mu 0.4) for 2 s at offsets 0, 10, 100 and 1000 m along x
+    and y: bit-identical local trajectories, and scene positions = local + offset in float64."""
+    model = batch(rod_world(), OFFSETS, lambda scene: scene.add_ground(mu=0.4))
+    history, state, _ = run_rod(model, seconds=2.0)
+    worlds = per_world(model, history)
+    for w in range(1, model.world_count):
+        assert np.array_equal(worlds[w], worlds[0]), f"world at {OFFSETS[w]} m"
+    # Not vacuous: the rods slid a few metres on the ground.
+    travel = worlds[0][-1, :, 0].mean() - worlds[0][0, :, 0].mean()
+    assert 2.0 < travel < 6.0 and abs(worlds[0][-1, :, 2].min()) < 2e-3
+    # Scene coordinates: each world's offset added in float64.
+    scene = model.scene_particle_q(state)
+    assert scene.dtype == np.float64
+    for w, offset in enumerate(OFFSETS):
+        assert np.array_equal(scene[model.world_slice("particle", w)],
+                              worlds[w][-1].astype(np.float64) + np.array(offset))
+    # What the local frames are for: the same rod simulated 1000 m out in float32 ends elsewhere.
+    far = rod_world()
+    far.particle_q = [q + np.array([1000.0, 0.0, 0.0]) for q in far.particle_q]
+    baked, _, _ = run_rod(batch(far, [(0.0, 0.0, 0.0)], lambda scene: scene.add_ground(mu=0.4)), seconds=2.0)
+    assert not np.array_equal(baked[-1] - np.array([1000.0, 0.0, 0.0], dtype=np.float32), worlds[0][-1])
+
+
+def test_shared_box_gives_identical_contacts():
+    """A long box shared by all worlds (no ground): worlds at 0, 10, 100 and 1000 m along x each see it in
+    their own frame, at another place along it, and their rods rest and slide on it with identical contacts."""
+    offsets = [(d, 0.0, 0.0) for d in DISTANCES]
+    # Top face z = 0, from x = -700 to 1700 m in the scene: every world's rod stands on it.
+    model = batch(rod_world(), offsets,
+                  lambda scene: scene.add_obstacle_box((500.0, 0.0, -0.5), (1200.0, 0.5, 0.5), mu=0.4))
+    assert model.obstacle_count == len(offsets)
+    centres = model.obstacle_transform.numpy()[:, :3]
+    assert np.array_equal(centres[:, 0], [500.0, 490.0, 400.0, -500.0])
+    assert np.array_equal(model.obstacle_world.numpy(), np.arange(len(offsets)))
+    history, _, solver = run_rod(model, seconds=1.0)
+    worlds = per_world(model, history)
+    active = np.split(solver.contact_active.numpy(), model.world_count)
+    normals = np.split(solver.contact_normal.numpy(), model.world_count)
+    surfaces = np.split(solver.contact_surface.numpy(), model.world_count)
+    assert active[0].sum() >= 4  # the rod rests on the box, it does not fall through
+    for w in range(1, model.world_count):
+        assert np.array_equal(worlds[w], worlds[0])
+        assert np.array_equal(active[w], active[0]) and np.array_equal(normals[w], normals[0])
+        assert np.array_equal(surfaces[w], surfaces[0])
+    assert abs(worlds[0][-1, :, 2].min()) < 2e-3
+
+
+def test_shared_obstacles_move_into_each_world_frame():
+    """A shared obstacle's copy in each world: a box moves by -offset, a plane only along its normal (its
+    height changes by -n . offset); a world's own obstacle stays as its builder holds it."""
+    world = softsnake.ModelBuilder()
+    world.add_particle((0.0, 0.0, 0.1), radius=0.01)
+    world.add_obstacle_cylinder((0.5, 0.0, 0.0), 0.1, 0.2)
+    scene = softsnake.ModelBuilder()
+    scene.add_ground(normal=(0.0, 0.6, 0.8), height=0.25)
+    scene.add_obstacle_box((3.0, 2.0, 1.0), (0.5, 0.5, 0.5))
+    offsets = [(0.0, 0.0, 0.0), (10.0, -4.0, 2.0)]
+    for offset in offsets:
+        scene.add_world(world, offset=offset)
+    model = scene.finalize("cpu")
+    # World after world: ground, box (the shared ones), the world's own cylinder, in the builder's order.
+    assert model.obstacle_count == 6
+    assert model.obstacle_kind.numpy().tolist() == [ObstacleKind.PLANE, ObstacleKind.BOX, ObstacleKind.CYLINDER] * 2
+    assert model.obstacle_world.numpy().tolist() == [0, 0, 0, 1, 1, 1]
+    centres = model.obstacle_transform.numpy()[:, :3].astype(np.float64)
+    assert np.allclose(centres[4], [3.0 - 10.0, 2.0 + 4.0, 1.0 - 2.0])
+    assert np.array_equal(centres[5], centres[2]) and np.allclose(centres[2], [0.5, 0.0, 0.0])
+    # The plane n . x = 0.25 in the scene is n . x = 0.25 - n . offset in world 1's frame.
+    normal = np.array([0.0, 0.6, 0.8])
+    assert np.allclose(centres[3], normal * (0.25 - normal @ np.array(offsets[1])), atol=1e-6)
+    # Every contact slot points at an obstacle of its own world.
+    slot_world = model.obstacle_world.numpy()[model.contact_slot_obstacle.numpy()]
+    assert slot_world.tolist() == [0, 0, 0, 1, 1, 1]
+
+
+def test_plane_in_frame_keeps_distances():
+    """``obstacle_in_frame``: a scene point's distance to a tilted plane is the local point's distance to the
+    plane's copy in the world's frame; a plane under worlds side by side stays where it is, to the bit."""
+    normal = np.array([0.3, -0.4, np.sqrt(0.75)])
+    rotation = quat_between([0.0, 0.0, 1.0], normal)
+    position = normal * 1.5
+    offset = np.array([120.0, -35.0, 7.0])
+    moved = obstacle_in_frame(ObstacleKind.PLANE, position, rotation, offset)
+    local = np.array([0.2, 0.1, 3.0])
+    assert np.isclose((local + offset - position) @ normal, (local - moved) @ normal, atol=1e-12)
+    ground = (0.0, 0.0, 0.0, 1.0)
+    assert np.array_equal(obstacle_in_frame(ObstacleKind.PLANE, np.zeros(3), ground, (1000.0, -10.0, 0.0)), np.zeros(3))
+    box = obstacle_in_frame(ObstacleKind.BOX, (1.0, 2.0, 3.0), ground, offset)
+    assert np.array_equal(box, np.array([1.0, 2.0, 3.0]) - offset)
+
+
+def test_snake_gait_does_not_depend_on_its_place():
+    """Four coarse snakes under the paper's gait (no latency) on shared ground, at 0, 10, 100 and 1000 m
+    along y: bit-identical local states after 0.5 s (the snakes move some millimetres), so identical
+    centre-of-mass travel."""
+    config = load_snake_config(resolution="coarse")
+    world = softsnake.ModelBuilder()
+    snake = add_snake(world, config, "coarse")
+    offsets = [(0.0, d, 0.0) for d in DISTANCES]
+    model = batch(world, offsets, lambda scene: scene.add_ground(mu=config.friction))
+    solver = snake_solver(model)
+    state, control = model.state(), model.control()
+    gait = GaitParams(snake_count=len(offsets))
+    dt = 1.0 / 120.0
+    start = model.scene_particle_q(state)
+    for frame in range(1, 61):
+        # The gait's link index counts from the tail (SnakeSimulation._link_commands).
+        command = gait_command(gait, frame * dt, config.link_count)[:, ::-1]
+        control.pressure.assign(chamber_pressures(model, snake.link_channels, command))
+        solver.step(state, state, control, dt)
+    particles, bodies = state.particle_q.numpy(), state.body_q.numpy()
+    for w in range(1, len(offsets)):
+        assert np.array_equal(per_world(model, particles)[w], per_world(model, particles)[0])
+        assert np.array_equal(per_world(model, bodies, "body")[w], per_world(model, bodies, "body")[0])
+    mass = model.particle_mass_numpy()
+    travel = [np.average(model.scene_particle_q(state)[s] - start[s], axis=0, weights=mass[s])
+              for s in (model.world_slice("particle", w) for w in range(len(offsets)))]
+    assert np.linalg.norm(travel[0]) > 1e-4  # the snakes moved
+    for w in range(1, len(offsets)):
+        assert np.allclose(travel[w], travel[0], rtol=0.0, atol=1e-9)
