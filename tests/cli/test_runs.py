@@ -63,7 +63,7 @@ def _wait_for_start(process):
 def test_interrupted_gait_keeps_a_readable_partial_usd_and_csv(tmp_path):
     process = softsnake("gait", "--snakes", "2", "--seconds", "30", "--out", "out", cwd=tmp_path)
     _wait_for_start(process)
-    time.sleep(6.0)  # some frames
+    time.sleep(15.0)  # some frames: at least two of the animation (one every few frames)
     process.send_signal(signal.SIGINT)
     out, err = process.communicate(timeout=300)
     assert process.returncode == 130, err
@@ -95,7 +95,7 @@ def test_interrupted_vine_workers_leave_no_tracebacks(tmp_path):
     process = softsnake("vine", "jitosho_cluttered_1", "--vines", "2", "--workers", "0", "--seconds", "100",
                         "--out", "out", cwd=tmp_path, start_new_session=True)
     _wait_for_start(process)
-    time.sleep(4.0)
+    time.sleep(8.0)  # the workers started and stepping
     os.killpg(process.pid, signal.SIGINT)
     out, err = process.communicate(timeout=120)
     assert process.returncode == 130, err
