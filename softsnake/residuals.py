@@ -42,9 +42,7 @@ import dataclasses
 import numpy as np
 
 from . import newton
-from .errors import ConfigError
 from .linear_solve import inverse_mass_transpose_command
-from .validation import time_step
 
 KINDS = ("momentum", "compliant", "normal", "friction")
 """The kinds of ``ResidualNorms``, in the order of its fields."""
@@ -119,18 +117,9 @@ def momentum_squares(solver):
     return squares
 
 
-def residual_norms(solver, state, control, dt):
-    """``Solver.residual_norms``: see the module docstring."""
-    h = time_step(dt, solver.substeps) / solver.substeps
-    key = solver._recording_key_of(state, control, h)
-    if solver._recording is None or key != solver._recording_key:
-        raise ConfigError("residual_norms evaluates the last step's Newton system: call it after Solver.step with "
-                          "that step's state_out, control and dt, and no solver setting changed in between")
-    recording = solver._recording
-    if "residuals" not in recording:
-        recording["residuals"] = residual_commands(solver, state, control, h)
-    solver._run(recording["residuals"])
-
+def residual_norms(solver, h):
+    """``Solver.residual_norms`` once the solver has re-assembled its last substep (of length h [s]) at the
+    end point (``residual_commands``): the norms from its arrays (see the module docstring)."""
     m = solver.model
     W = m.world_count
     entity_world = np.concatenate([np.repeat(np.arange(W), np.diff(m.particle_world_start)),
@@ -138,11 +127,9 @@ def residual_norms(solver, state, control, dt):
     momentum = np.bincount(entity_world, weights=momentum_squares(solver), minlength=W)
     squares = np.zeros((W, len(ROW_KINDS)))
     if m.row_count:
-        if getattr(solver, "_row_kinds", None) is None:
-            solver._row_kinds = row_kinds(m)
         row_world = np.repeat(np.arange(W), np.diff(m.row_world_start))
         r = solver.residual.numpy()[:m.row_count].astype(np.float64)
         weighted = r * r * solver.inv_diagonal.numpy()[:m.row_count].astype(np.float64)
-        squares = np.bincount(row_world * len(ROW_KINDS) + solver._row_kinds, weights=weighted,
+        squares = np.bincount(row_world * len(ROW_KINDS) + row_kinds(m), weights=weighted,
                               minlength=W * len(ROW_KINDS)).reshape(W, len(ROW_KINDS))
     return ResidualNorms(np.sqrt(momentum), *(np.sqrt(squares[:, k]) for k in range(len(ROW_KINDS))), h=float(h))

@@ -160,7 +160,14 @@ class Solver:
         ``momentum``, ``compliant``, ``normal`` and ``friction`` (and ``rows``, the root of the
         line search's merit), in sqrt(kg) m; ``softsnake.residuals`` defines each exactly.
         """
-        return residuals.residual_norms(self, state, control, dt)
+        h = time_step(dt, self.substeps) / self.substeps
+        if self._recording is None or self._recording_key_of(state, control, h) != self._recording_key:
+            raise ConfigError("residual_norms evaluates the last step's Newton system: call it after Solver.step with "
+                              "that step's state_out, control and dt, and no solver setting changed in between")
+        if "residuals" not in self._recording:
+            self._recording["residuals"] = residuals.residual_commands(self, state, control, h)
+        self._run(self._recording["residuals"])
+        return residuals.residual_norms(self, h)
 
     def reset(self, state, world_mask=None):
         """Start the chosen worlds of ``state`` again: the model's initial positions and velocities, no
