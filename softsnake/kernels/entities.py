@@ -21,6 +21,31 @@ def nonnegative(index: int):
 
 
 @wp.func
+def entity_dof_start(e: int, particle_count: int):
+    """First degree of freedom of entity e in the solver's vectors: particles (3 each) first, then
+    bodies (6 each: translation, rotation)."""
+    if e < particle_count:
+        return nonnegative(3 * e)
+    return nonnegative(3 * particle_count + 6 * (e - particle_count))
+
+
+@wp.func
+def entity_dof_count(e: int, particle_count: int):
+    """Degrees of freedom of entity e: 3 for a particle, 6 for a body."""
+    if e < particle_count:
+        return 3
+    return 6
+
+
+@wp.func
+def entity_world(e: int, particle_count: int, particle_world: wp.array(dtype=int), body_world: wp.array(dtype=int)):
+    """The world of entity e (a particle, or body e - particle_count)."""
+    if e < particle_count:
+        return nonnegative(particle_world[e])
+    return nonnegative(body_world[nonnegative(e - particle_count)])
+
+
+@wp.func
 def write_particle_block(J: wp.array(dtype=float), nz: int, g: wp.vec3):
     J[nz + 0] = g[0]
     J[nz + 1] = g[1]

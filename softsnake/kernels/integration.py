@@ -7,7 +7,14 @@ dx = M^-1 J^T dlambda, and the substep's velocities are (x - x_n) / h.
 
 import warp as wp
 
-from .entities import integrate_rotation, nonnegative, rotation_vector_between
+from .entities import (
+    entity_dof_count,
+    entity_dof_start,
+    entity_world,
+    integrate_rotation,
+    nonnegative,
+    rotation_vector_between,
+)
 
 
 @wp.kernel
@@ -101,13 +108,13 @@ def entity_offset(
     out: wp.array(dtype=float),
 ):
     """Write q - q_ref for the degrees of freedom of entity e (bodies: translation, then the rotation vector)."""
+    base = entity_dof_start(e, particle_count)
     if e < particle_count:
         d = particle_q[e] - particle_q_ref[e]
         for k in range(3):
-            out[3 * e + k] = d[k]
+            out[base + k] = d[k]
     else:
         b = nonnegative(e - particle_count)
-        base = nonnegative(3 * particle_count + 6 * b)
         d = wp.transform_get_translation(body_q[b]) - wp.transform_get_translation(body_q_ref[b])
         r = rotation_vector_between(wp.transform_get_rotation(body_q[b]), wp.transform_get_rotation(body_q_ref[b]))
         for k in range(3):
@@ -168,10 +175,8 @@ def positions_from_prediction(
 ):
     """x = x~ + u with u = M^-1 J^T lambda: the positions that balance momentum with the multipliers."""
     e = nonnegative(wp.tid())
-    base = 3 * e
-    if e >= particle_count:
-        base = 3 * particle_count + 6 * (e - particle_count)
-    set_entity_position(e, nonnegative(base), u, particle_count, particle_q_pred, body_q_pred, particle_q, body_q)
+    set_entity_position(e, entity_dof_start(e, particle_count), u, particle_count, particle_q_pred, body_q_pred,
+                        particle_q, body_q)
 
 
 @wp.kernel
@@ -197,17 +202,9 @@ def positions_after_update(
     rejected point instead would carry that point's error, a Jacobian of inverted elements, into the
     retreat). With ``take_step`` 0 (the check after the last iteration) only retreats move."""
     e = nonnegative(wp.tid())
-    base = 3 * e
-    count = 3
-    w = int(0)
-    if e < particle_count:
-        w = particle_world[e]
-    else:
-        base = 3 * particle_count + 6 * (e - particle_count)
-        count = 6
-        w = body_world[nonnegative(e - particle_count)]
-    base = nonnegative(base)
-    w = nonnegative(w)
+    base = entity_dof_start(e, particle_count)
+    count = entity_dof_count(e, particle_count)
+    w = entity_world(e, particle_count, particle_world, body_world)
     if retreat[w] == 1:
         t = step_scale[w]
         for k in range(count):
@@ -235,18 +232,10 @@ def remember_accepted_points(
     """offset_ref = x - x~ of the entities whose world accepted its current point (the line search's
     reference, from which a later retreat starts)."""
     e = nonnegative(wp.tid())
-    base = 3 * e
-    count = 3
-    w = int(0)
-    if e < particle_count:
-        w = particle_world[e]
-    else:
-        base = 3 * particle_count + 6 * (e - particle_count)
-        count = 6
-        w = body_world[nonnegative(e - particle_count)]
-    if retreat[nonnegative(w)] != 1:
-        for k in range(count):
-            offset_ref[nonnegative(base + k)] = offset[nonnegative(base + k)]
+    base = entity_dof_start(e, particle_count)
+    if retreat[entity_world(e, particle_count, particle_world, body_world)] != 1:
+        for k in range(entity_dof_count(e, particle_count)):
+            offset_ref[base + k] = offset[base + k]
 
 
 @wp.kernel
