@@ -1,10 +1,12 @@
 """Turning with the gait offset phi (seed 001, section V-A): one batch of snakes, phi from -0.5 to 0.5.
 
-Runs ``softsnake gait --sweep offset=-0.5:0.5`` for 10 s into experiments/results/turning/, then
-writes turning_sweep.csv (per snake: offset, forward and lateral travel, change of the direction of
-travel, mean path length and path curvature = turn / length) and turning_sweep.png. Extra options (e.g. ``--snakes 9``) go to the run.
+Runs ``softsnake gait --sweep offset=-0.5:0.5`` for 10 s into <out>/turning/, then writes
+<out>/turning_sweep.csv (per snake: offset, forward and lateral travel, change of the direction of
+travel, mean path length and path curvature = turn / length) and <out>/turning_sweep.png; <out> is
+``--out`` (default experiments/results). Other options (e.g. ``--snakes 9``, ``--resolution paper``)
+go to the run.
 
-    python experiments/turning_sweep.py
+    python experiments/turning_sweep.py [--out DIR] [gait options]
 """
 
 import math
@@ -13,13 +15,12 @@ import sys
 import numpy as np
 
 from softsnake import cli
-from softsnake.cli.common import results_folder
+from softsnake.cli.common import experiment_parser, make_output_folder
 from softsnake.output_files import write_dict_csv
 from softsnake.plotting import new_figure, save, styled
 from softsnake.robots.snake.plots import top_view
 from softsnake.robots.snake.trajectories import CSV_NAME, read_trajectories_csv
 
-RESULTS_DIR = results_folder(__file__)
 SNAKES = 5
 OFFSETS = (-0.5, 0.5)
 SECONDS = 10.0
@@ -44,8 +45,12 @@ def path_length(time, xy, period):
 
 
 @styled
-def main(extra):
-    out = RESULTS_DIR / "turning"
+def main(argv):
+    # --out is this script's (the tables and the figure go there, the run into its turning/), so that
+    # the summary is always computed from the run just made.
+    args, extra = experiment_parser(__doc__, __file__).parse_known_args(argv)
+    results = make_output_folder(args.out)
+    out = results / "turning"
     status = cli.main(["gait", "--snakes", str(SNAKES), "--seconds", str(SECONDS), "--no-usd", "--no-video",
                        "--sweep", f"offset={OFFSETS[0]}:{OFFSETS[1]}", "--out", str(out), *extra])
     if status != 0:
@@ -76,8 +81,8 @@ def main(extra):
     summary.set_xlabel("offset phi [-]")
     summary.legend()
     figure.suptitle(f"Turning with the gait offset, {SECONDS:g} s, paper gait otherwise")
-    save(figure, RESULTS_DIR / "turning_sweep.png")
-    write_dict_csv(RESULTS_DIR / "turning_sweep.csv", rows)
+    save(figure, results / "turning_sweep.png")
+    write_dict_csv(results / "turning_sweep.csv", rows)
     for row in rows:
         print(f"phi {row['offset']:+.2f}: forward {row['forward_m']:+.3f} m, lateral {row['lateral_m']:+.3f} m, "
               f"turn {row['turn_rad']:+.3f} rad, path curvature {row['path_curvature_1_per_m']:+.3f} 1/m")
