@@ -12,6 +12,7 @@ import pytest
 import warp as wp
 
 import softsnake
+from engine_scenes import run
 from softsnake.meshing import box_tet_mesh
 from softsnake.spatial import quat_from_axis_angle
 
@@ -21,18 +22,6 @@ G = 9.81
 @pytest.fixture(params=[True, False], ids=["warm", "cold"])
 def warm_start(request):
     return request.param
-
-
-def run(model, seconds, dt=1.0 / 120.0, record=None, **solver_options):
-    """Step a model for ``seconds``; ``record(state)`` is called after every step and collected."""
-    solver = softsnake.Solver(model, **solver_options)
-    state, control = model.state(), model.control()
-    out = []
-    for _ in range(int(round(seconds / dt))):
-        solver.step(state, state, control, dt)
-        if record is not None:
-            out.append(record(state))
-    return state, np.asarray(out)
 
 
 def body_position(state):

@@ -10,21 +10,10 @@ import numpy as np
 import pytest
 
 import softsnake
+from engine_scenes import run
 from softsnake.spatial import quat_from_axis_angle
 
 G = 9.81
-
-
-def run(model, seconds, dt=1.0 / 120.0, record=None, **solver_options):
-    """Step a model for ``seconds``; ``record(state)`` is called after every step and collected."""
-    solver = softsnake.Solver(model, **solver_options)
-    state, control = model.state(), model.control()
-    out = []
-    for _ in range(int(round(seconds / dt))):
-        solver.step(state, state, control, dt)
-        if record is not None:
-            out.append(record(state))
-    return state, np.asarray(out)
 
 
 def body_position(state):

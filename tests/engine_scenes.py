@@ -1,0 +1,85 @@
+"""Engine scenes and stepping shared by several test files (tests/ is on pytest's path: pyproject's
+``pythonpath``).
+
+``run`` steps a model and records; the scenes are small models that together cover every
+constraint type: a soft cantilever (tetrahedra, attachments, pressure-driven distance rows) and a
+chain of bodies (driven prismatic base, hinges, linear and sampled angular springs, obstacles),
+planar or in 3-D.
+"""
+
+import numpy as np
+
+import softsnake
+from softsnake.meshing import box_tet_mesh
+
+
+def run(model, seconds, dt=1.0 / 120.0, record=None, **solver_options):
+    """Step a model for ``seconds`` [s] with a new Solver; ``record(state)`` is called after every step
+    and collected. Returns (the final state, the records as an array)."""
+    solver = softsnake.Solver(model, **solver_options)
+    state, control = model.state(), model.control()
+    out = []
+    for _ in range(int(round(seconds / dt))):
+        solver.step(state, state, control, dt)
+        if record is not None:
+            out.append(record(state))
+    return state, np.asarray(out)
+
+
+def scene_soft():
+    """A soft cantilever attached to a kinematic body, with pressure-driven distance rows."""
+    b = softsnake.ModelBuilder()
+    b.add_ground(mu=0.8)
+    verts, tets = box_tet_mesh((0.2, 0.04, 0.04), (5, 1, 1))
+    start = b.add_soft_mesh(verts, tets, 1100.0, 1e5, 0.45, position=(0.0, 0.0, 0.2), damping=0.002,
+                            particle_radius=0.002)
+    wall = b.add_body((0.0, 0.0, 0.2), kinematic=True)
+    n = len(verts)
+    # The mesh is centred on its frame: the clamped end is x = -0.1, the top edge z = 0.02, y = -0.02.
+    low, high = verts.min(axis=0), verts.max(axis=0)
+    for k in range(n):
+        if verts[k, 0] < low[0] + 1e-9:
+            b.add_attachment(wall, start + k, compliance=1e-7)
+    channel = b.add_pressure_channel()
+    top = [start + k for k in range(n) if verts[k, 2] > high[2] - 1e-9 and verts[k, 1] < low[1] + 1e-9]
+    top.sort(key=lambda k: verts[k - start, 0])
+    for i, j in zip(top[:-1], top[1:]):
+        b.add_distance(i, j, pressure_channel=channel, youngs_modulus=1e5, compliance=1e-4)
+    return b.finalize("cpu")
+
+
+def chain(planar):
+    """The chain's builder (planar: in the plane z = 0 without gravity, else in 3-D under gravity)."""
+    b = softsnake.ModelBuilder(gravity=(0.0, 0.0, 0.0) if planar else (0.0, 0.0, -9.81), planar=planar)
+    b.add_ground(mu=0.3, normal=(0.0, 1.0, 0.0), height=-0.2) if planar else b.add_ground(mu=0.3)
+    prev = -1
+    bodies = []
+    for k in range(4):
+        body = b.add_body((0.1 * k + 0.05, 0.0, 0.0 if planar else 0.3), mass=0.05,
+                          inertia=np.diag([1e-4, 1e-4, 2e-4]))
+        b.add_shape_sphere(body, 0.02, mu=0.3)
+        bodies.append(body)
+        anchor = (0.1 * k, 0.0, 0.0 if planar else 0.3)
+        if k == 0:
+            b.add_prismatic(-1, body, anchor, (1.0, 0.0, 0.0), drive=True, rate=0.05, drive_mobility=1e-3)
+        else:
+            b.add_hinge(prev, body, anchor, (0.0, 0.0, 1.0))
+            if k == 2:
+                curve = (np.array([-1.0, 0.0, 1.0]), np.array([-0.02, 0.0, 0.05]))
+                b.add_angular_spring(prev, body, (0.0, 0.0, 1.0), moment_curve=curve, damping=1e-4)
+            else:
+                b.add_angular_spring(prev, body, (0.0, 0.0, 1.0), stiffness=0.05, damping=1e-4, target=0.2)
+        prev = body
+    b.add_obstacle_cylinder((0.3, 0.08, 0.0), 0.03, 0.5, mu=0.2)
+    b.add_obstacle_box((0.5, -0.1, 0.0), (0.05, 0.02, 0.5), mu=0.0)
+    return b
+
+
+def scene_chain_planar():
+    """A planar chain: driven prismatic base, hinges, linear and sampled angular springs, obstacles."""
+    return chain(True).finalize("cpu")
+
+
+def scene_chain_3d():
+    """The same chain in 3-D under gravity."""
+    return chain(False).finalize("cpu")
