@@ -16,6 +16,7 @@ model's gravity or one of the solver's settings change.
 Every setting, with its unit and the reason for its value, is ``softsnake.SolverSettings``.
 """
 
+import contextlib
 import time
 
 import numpy as np
@@ -39,6 +40,10 @@ PROFILE_PHASES = ("predict", "assemble", "solve", "update", "finish", "check")
 FLAG_NAMES = {int(checks.NONFINITE): "a non-finite state", int(checks.TOO_FAST): "a speed above {max_speed:g} m/s",
               int(checks.SPINNING): "an angular speed above {max_angular_speed:g} rad/s",
               int(checks.ENERGY_GROWTH): "kinetic energy grown more than {energy_growth_limit:g} times in one step"}
+
+
+def _launched():
+    """What ``Solver.record`` returns for a launch it ran at once: replaying it does nothing."""
 
 
 class Solver:
@@ -88,6 +93,7 @@ class Solver:
         self._recording_key = None
         self._recording = None
         self._checked = set()
+        self._launch_now = False
 
     @property
     def settings(self):
@@ -199,8 +205,23 @@ class Solver:
 
     # ------------------------------------------------------------------ recording
     def record(self, kernel, dim, inputs, outputs=()):
-        """A replayable launch of ``kernel`` (called without arguments)."""
+        """A replayable launch of ``kernel`` (called without arguments); inside ``launching_now`` the
+        kernel runs at once instead (and a ``wp.Tape`` around it records it)."""
+        if self._launch_now:
+            wp.launch(kernel, dim, inputs=inputs, outputs=outputs, device=self.model.device)
+            return _launched
         return wp.launch(kernel, dim, inputs=inputs, outputs=outputs, device=self.model.device, record_cmd=True).launch
+
+    @contextlib.contextmanager
+    def launching_now(self):
+        """Within this block, the methods that build recorded launches (``record``, and so every
+        ``ConstraintType.row_command``) launch their kernels at once, so that a ``wp.Tape`` can
+        record them (``softsnake.gradients``)."""
+        self._launch_now = True
+        try:
+            yield
+        finally:
+            self._launch_now = False
 
     def row_outputs(self):
         """The row arrays every constraint kernel writes, in the order its arguments end with:

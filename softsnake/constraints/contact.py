@@ -284,10 +284,13 @@ def eval_contact_rows(
     # Friction rows (module docstring): one compliance W for both, the right-hand side R.
     mu = contact_slot_mu[s]
     w_t = float(0.0)
-    for k in range(friction_count):
-        t = wp.vec3(basis[k, 0], basis[k, 1], basis[k, 2])
-        w_t += write_contact_jacobian(J_values, nonnegative(J_offsets[row + 1 + k]), e, particle_count, r, t,
-                                      particle_inv_mass, body_inv_mass, body_inv_inertia_world)
+    # A loop of constant length (unrolled): Warp's adjoint of a loop of run-time length loses the
+    # values a sum carried from one iteration to the next took.
+    for k in range(FRICTION_ROWS):
+        if k < friction_count:
+            t = wp.vec3(basis[k, 0], basis[k, 1], basis[k, 2])
+            w_t += write_contact_jacobian(J_values, nonnegative(J_offsets[row + 1 + k]), e, particle_count, r, t,
+                                          particle_inv_mass, body_inv_mass, body_inv_inertia_world)
     w_t = w_t / float(friction_count)
     if mu <= 0.0 or w_t <= 0.0:
         # Frictionless: the rows must not touch the bodies.

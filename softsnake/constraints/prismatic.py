@@ -101,7 +101,7 @@ def eval_prismatic_rows(
     tf_b = body_q[b]
     qa = wp.transform_get_rotation(tf_a)
     qb = wp.transform_get_rotation(tf_b)
-    row = nonnegative(prismatic_row[t])
+    row0 = nonnegative(prismatic_row[t])
     alpha = prismatic_compliance[t] * inv_h2
     # Planar: only the rotation about z (axis 2) and the in-plane normal.
     first_rotation = int(3 - ROTATION_ROWS)
@@ -116,15 +116,18 @@ def eval_prismatic_rows(
         q_err = wp.quat(-q_err[0], -q_err[1], -q_err[2], -q_err[3])
     v = wp.vec3(q_err[0], q_err[1], q_err[2])
     w = q_err[3]
+    # Row indices are computed afresh in every iteration, never carried from one to the next: Warp's
+    # adjoint replays a loop without the values a loop-carried variable took, so a counter such as
+    # row += 1 would send the gradients to the wrong rows.
     for k in range(first_rotation, 3):
+        row = row0 + k - first_rotation
         e = wp.vec3(0.0)
         e[k] = 1.0
-        nz = nonnegative(J_offsets[row])
-        write_joint_rows(J_values, nz, has_a, wp.vec3(0.0), -w * e + wp.cross(v, e), w * e + wp.cross(v, e))
+        write_joint_rows(J_values, nonnegative(J_offsets[row]), has_a, wp.vec3(0.0), -w * e + wp.cross(v, e),
+                         w * e + wp.cross(v, e))
         row_c[row] = 2.0 * v[k]
         row_compliance[row] = alpha
         row_damping[row] = 0.0
-        row += 1
 
     # Anchors on the axis, then the drive along it.
     d = anchor_offset(tf_a, tf_b, prismatic_anchor_a[t], prismatic_anchor_b[t])
@@ -132,18 +135,18 @@ def eval_prismatic_rows(
     r_ab = d + wp.quat_rotate(qa, prismatic_anchor_a[t])
     axis_local = prismatic_axis_a[t]
     for k in range(normal_count):
+        row = row0 + 3 - first_rotation + k
         local = prismatic_normal_a1[t]
         if planar != 0:
             local = wp.cross(wp.vec3(0.0, 0.0, 1.0), axis_local)
         elif k == 1:
             local = prismatic_normal_a2[t]
         n = wp.quat_rotate(qa, local)
-        nz = nonnegative(J_offsets[row])
-        write_joint_rows(J_values, nz, has_a, n, -wp.cross(r_ab, n), wp.cross(r_b, n))
+        write_joint_rows(J_values, nonnegative(J_offsets[row]), has_a, n, -wp.cross(r_ab, n), wp.cross(r_b, n))
         row_c[row] = wp.dot(n, d)
         row_compliance[row] = alpha
         row_damping[row] = 0.0
-        row += 1
+    row = row0 + 3 - first_rotation + normal_count
     nz = nonnegative(J_offsets[row])
     if prismatic_driven[t] != 0:
         n = wp.quat_rotate(qa, axis_local)

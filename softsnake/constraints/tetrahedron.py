@@ -44,6 +44,27 @@ def polar_rotation(F: wp.mat33):
     return U * wp.transpose(V)
 
 
+@wp.func_grad(polar_rotation)
+def adj_polar_rotation(F: wp.mat33, adj_R: wp.mat33):
+    """The adjoint of ``polar_rotation`` in closed form (Warp's adjoint of ``svd3`` divides by differences
+    of singular values, which vanish near the rest shape).
+
+    With F = R S (S = R^T F symmetric) and dR = R [w]x, the skew part of R^T dF is [w]x S + S [w]x, whose
+    axial vector is (tr(S) I - S) w; so w = K^-1 axial(R^T dF - dF^T R) with K = tr(S) I - S. Pulling
+    <adj_R, dR> back through this gives adj_F = R [c]x, c = K^-1 axial(A - A^T), A = R^T adj_R (axial of
+    a skew matrix M: (M_21, M_02, M_10)). K is singular only where two singular values of F sum to
+    zero (an element inverted to a plane). Checked against central differences in
+    tests/test_row_gradients.py.
+    """
+    R = polar_rotation(F)
+    S = wp.transpose(R) * F
+    K = wp.identity(n=3, dtype=float) * (S[0, 0] + S[1, 1] + S[2, 2]) - S
+    A = wp.transpose(R) * adj_R
+    a = wp.vec3(A[2, 1] - A[1, 2], A[0, 2] - A[2, 0], A[1, 0] - A[0, 1])
+    c = wp.inverse(K) * a
+    wp.adjoint[F] += R * wp.skew(c)
+
+
 @wp.func
 def strain_gradient(R: wp.mat33, B: wp.mat33, a: int, i: int, j: int):
     """d eps_ij / d x_a for node a = 1..3 (node 0 is minus their sum); B = Dm^-1."""
