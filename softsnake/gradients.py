@@ -1,20 +1,37 @@
-"""Gradients through the engine's constraint rows: the groundwork of differentiating a step.
+"""Gradients through the engine: the adjoint of converged steps, and the tape of the constraint rows.
 
-A converged step solves G(x, lambda; x_n, v_n, p) = 0 (``softsnake.kernels.rows``); its gradient
-with respect to the start state and the parameters follows from the implicit function theorem,
-which needs products of vectors with the derivatives of G, never a tape of the Newton and
-conjugate residual iterations. Those products come from Warp's adjoints of the kernels that
-evaluate the rows (every ``ConstraintType.row_command``): ``tape_rows`` runs them once on a
-``wp.Tape``, and ``tape.backward`` then gives mu^T dc/dq and mu^T dJ/dq for any seeds mu.
+A converged step solves G(u, lambda; x~, x_n, p) = 0 for the position offset u = x - x~ and the
+multipliers lambda (``softsnake.kernels.adjoint`` states G); by the implicit function theorem its
+gradient with respect to the start state and the parameters needs only products of vectors with
+the derivatives of G at the solution, never a tape of the Newton and conjugate residual
+iterations: nothing here depends on the iteration counts, and the memory is one step's arrays
+on top of what ``record_rollout`` keeps (the start and end state and the multipliers of every
+step). ``rollout_gradient`` runs the adjoint backwards over a recorded rollout.
 
-For that, every row kernel is written so that Warp's adjoint is exact: no variable carried from
-one iteration of a loop of run-time length to the next (a row counter, a running sum: the adjoint
-replays such a loop without the values they took), and a closed-form adjoint where Warp's own is
-unstable (the tetrahedron's polar rotation, ``tetrahedron.adj_polar_rotation``).
-tests/test_row_gradients.py checks every constraint type against central differences.
+The products come from Warp's adjoints of the kernels that evaluate the rows (every
+``ConstraintType.row_command``) and of the contact detection, run once per step on a ``wp.Tape``
+(``tape_rows`` does this for the rows alone). For that every row kernel is written so that Warp's
+adjoint is exact: no variable carried from one iteration of a loop of run-time length to the next
+(a row counter, a running sum: the adjoint replays such a loop without the values they took), and
+a closed-form adjoint where Warp's own is unstable (the tetrahedron's polar rotation,
+``tetrahedron.adj_polar_rotation``). tests/test_row_gradients.py checks every constraint type's
+rows against central differences, tests/test_rollout_gradients.py whole rollouts.
+
+What this does not do yet (issue 14): dG/dy is assembled per world from one tape backward per
+unknown of a world and solved densely, so it suits small worlds (a few hundred unknowns; the
+engine's own Schur-complement solver as a preconditioner is the way to large ones); one substep
+per step; and the gradient is that of the implicit step G = 0, which the engine's converged step
+meets up to its momentum lag (``Solver.residual_norms``): exact for particles and for bodies that
+do not turn much within a step, about 10 % off for a sphere rolling at dt = 1/60 s.
 """
 
+import dataclasses
+
+import numpy as np
 import warp as wp
+
+from .errors import ConfigError
+from .kernels import adjoint, integration
 
 
 def tape_rows(solver, state, control, h, constraint_types=None):
@@ -35,3 +52,301 @@ def tape_rows(solver, state, control, h, constraint_types=None):
         for ctype in types:
             ctype.row_command(solver, state, control, h)
     return tape
+
+
+# ---------------------------------------------------------------------- rollout gradients
+
+CONTACT_ARRAYS = ("contact_active", "contact_anchor", "contact_normal", "contact_surface", "contact_start")
+"""The solver's arrays of a substep's detected contacts, which the rows act on."""
+
+CONTROL_ARRAYS = ("pressure", "joint_target", "prismatic_rate")
+
+
+@dataclasses.dataclass
+class StepRecord:
+    """What the gradient of one step needs (``record_rollout``): NumPy copies, O(state) per step.
+
+    start, end: {"particle_q", "particle_qd", "body_q", "body_qd"} at the step's start and end;
+    forces: the external forces of the step; control: the Control's arrays during the step;
+    multipliers: the converged multipliers (contacts are detected again from the start and the
+    prediction, as the step did).
+    """
+
+    start: dict
+    end: dict
+    forces: dict
+    control: dict
+    multipliers: np.ndarray
+
+
+STATE_ARRAYS = ("particle_q", "particle_qd", "body_q", "body_qd")
+
+
+def _copies(obj, names):
+    return {name: getattr(obj, name).numpy().copy() for name in names if getattr(obj, name, None) is not None}
+
+
+def record_rollout(solver, state, control, dt, steps, before_step=None):
+    """Step ``state`` ``steps`` times by ``dt`` [s] and return the StepRecords a gradient needs.
+
+    before_step(k, control): optional, sets the Control of step k before it runs. The solver must run
+    one substep per step (the vine's setting); the record holds no Newton or linear iteration.
+    """
+    if solver.substeps != 1:
+        raise ConfigError(f"rollout gradients need one substep per step, got substeps = {solver.substeps}")
+    records = []
+    for k in range(steps):
+        if before_step is not None:
+            before_step(k, control)
+        start = _copies(state, STATE_ARRAYS)
+        forces = _copies(state, ("particle_f", "body_f"))
+        inputs = _copies(control, CONTROL_ARRAYS)
+        solver.step(state, state, control, dt)
+        records.append(StepRecord(start, _copies(state, STATE_ARRAYS), forces, inputs, state.multipliers.numpy().copy()))
+    return records
+
+
+def _grad_array(values, dtype, device):
+    return wp.array(values, dtype=dtype, device=device, requires_grad=True)
+
+
+class _StepEquations:
+    """One step's equations G(u, lambda; x~, x_n, parameters) = 0 and its outputs, on Warp tapes."""
+
+    def __init__(self, solver, state, control, dt):
+        m = solver.model
+        self.solver, self.model, self.state, self.control, self.h = solver, m, state, control, dt
+        self.dofs = 3 * m.particle_count + 6 * m.body_count
+        offsets = m.J_offsets.numpy()
+        self.J_rows = wp.array(np.repeat(np.arange(m.row_count), np.diff(offsets[:m.row_count + 1])).astype(np.int32),
+                               dtype=int, device=m.device)
+        # Unknowns of each world: its degrees of freedom, then its rows.
+        P = m.particle_count
+        particle_dofs = [np.arange(3 * a, 3 * b) for a, b in zip(m.particle_world_start[:-1], m.particle_world_start[1:])]
+        body_dofs = [3 * P + np.arange(6 * a, 6 * b) for a, b in zip(m.body_world_start[:-1], m.body_world_start[1:])]
+        rows = [np.arange(a, b) for a, b in zip(m.row_world_start[:-1], m.row_world_start[1:])]
+        self.world_unknowns = [np.concatenate([p, b, self.dofs + r]) for p, b, r in zip(particle_dofs, body_dofs, rows)]
+
+    # -- arrays
+    def _set_step(self, record):
+        """The step's control."""
+        for name, values in record.control.items():
+            getattr(self.control, name).assign(values)
+
+    def predict(self, record, want_grad=False):
+        """x~, v~ from the step's start; returns (tape, inputs {name: array}, outputs {name: array})."""
+        m, d = self.model, self.model.device
+        inputs = {name: _grad_array(record.start[name], getattr(self.state, name).dtype, d) for name in STATE_ARRAYS}
+        outputs = {"particle_q": wp.zeros(max(m.particle_count, 1), dtype=wp.vec3, device=d, requires_grad=True),
+                   "particle_qd": wp.zeros(max(m.particle_count, 1), dtype=wp.vec3, device=d, requires_grad=True),
+                   "body_q": wp.zeros(max(m.body_count, 1), dtype=wp.transform, device=d, requires_grad=True),
+                   "body_qd": wp.zeros(max(m.body_count, 1), dtype=wp.spatial_vector, device=d, requires_grad=True)}
+        forces = {name: wp.array(values, dtype=getattr(self.state, name).dtype, device=d)
+                  for name, values in record.forces.items()}
+        tape = wp.Tape()
+        with tape:
+            if m.particle_count:
+                wp.launch(adjoint.predict_particles_into, m.particle_count, device=d, inputs=[
+                    inputs["particle_q"], inputs["particle_qd"], forces["particle_f"], m.particle_inv_mass, m.gravity,
+                    m.planar_axis, self.h], outputs=[outputs["particle_q"], outputs["particle_qd"]])
+            if m.body_count:
+                wp.launch(adjoint.predict_bodies_into, m.body_count, device=d, inputs=[
+                    inputs["body_q"], inputs["body_qd"], forces["body_f"], m.body_inv_mass, m.body_inertia,
+                    m.body_inv_inertia, m.gravity, m.planar_axis, self.h], outputs=[outputs["body_q"], outputs["body_qd"]])
+        return tape, inputs, outputs
+
+    def offsets(self, record, predicted):
+        """u = x - x~ at the step's end (bodies: translation and rotation vector)."""
+        m, d = self.model, self.model.device
+        end_p = wp.array(record.end["particle_q"], dtype=wp.vec3, device=d)
+        end_b = wp.array(record.end["body_q"], dtype=wp.transform, device=d)
+        u = wp.zeros(max(self.dofs, 1), dtype=float, device=d)
+        scratch = wp.zeros_like(u)
+        wp.launch(integration.substep_displacements, self.solver.entity_count, device=d, inputs=[
+            end_p, predicted["particle_q"], predicted["particle_q"], end_b, predicted["body_q"], predicted["body_q"],
+            m.particle_count], outputs=[scratch, u])
+        return u.numpy()
+
+    def positions(self, u, predicted):
+        """x = x~ (+) u into fresh arrays (launched on the caller's tape)."""
+        m, d = self.model, self.model.device
+        x_p = wp.zeros(max(m.particle_count, 1), dtype=wp.vec3, device=d, requires_grad=True)
+        x_b = wp.zeros(max(m.body_count, 1), dtype=wp.transform, device=d, requires_grad=True)
+        wp.launch(integration.positions_from_prediction, self.solver.entity_count, device=d, inputs=[
+            u, m.particle_count, predicted["particle_q"], predicted["body_q"]], outputs=[x_p, x_b])
+        return x_p, x_b
+
+    def outputs(self, u, predicted):
+        """Tape of the step's outputs x = x~ (+) u and v = v~ + u / h."""
+        m, d = self.model, self.model.device
+        tape = wp.Tape()
+        with tape:
+            x_p, x_b = self.positions(u, predicted)
+            v_p = wp.zeros(max(m.particle_count, 1), dtype=wp.vec3, device=d, requires_grad=True)
+            v_b = wp.zeros(max(m.body_count, 1), dtype=wp.spatial_vector, device=d, requires_grad=True)
+            wp.launch(adjoint.velocities_from_offsets, self.solver.entity_count, device=d, inputs=[
+                u, m.particle_count, predicted["particle_qd"], predicted["body_qd"], 1.0 / self.h], outputs=[v_p, v_b])
+        return tape, {"particle_q": x_p, "body_q": x_b, "particle_qd": v_p, "body_qd": v_b}
+
+    def equations(self, u, lam, predicted, start):
+        """Tape of G1 (per degree of freedom) and G2 (per row) at (u, lambda)."""
+        s, m, d = self.solver, self.model, self.model.device
+        saved = {name: getattr(s, name) for name in ("particle_q_prev", "body_q_prev", "body_inv_inertia_world",
+                                                     "row_c", "J_values", "row_compliance", "row_damping",
+                                                     "row_coupling", "row_residual_scale")}
+        contact_names = CONTACT_ARRAYS if m.contact_slot_count else ()
+        saved.update({name: getattr(s, name) for name in contact_names})
+        saved_state = {name: getattr(self.state, name) for name in ("particle_q", "body_q", "multipliers")}
+        tape = wp.Tape()
+        try:
+            s.particle_q_prev, s.body_q_prev = start["particle_q"], start["body_q"]
+            for name in contact_names:
+                setattr(s, name, wp.zeros_like(saved[name], requires_grad=name != "contact_active"))
+            # Fresh arrays that gradients reach; the residual scale starts from the solver's (ones: only
+            # contact rows write theirs).
+            for name in ("body_inv_inertia_world", "row_c", "J_values", "row_compliance", "row_damping", "row_coupling"):
+                setattr(s, name, wp.zeros_like(saved[name], requires_grad=True))
+            s.row_residual_scale = wp.clone(saved["row_residual_scale"], requires_grad=True)
+            displacement = wp.zeros(max(self.dofs, 1), dtype=float, device=d, requires_grad=True)
+            unused = wp.zeros_like(displacement, requires_grad=True)
+            J_d = wp.zeros(max(m.row_count, 1), dtype=float, device=d, requires_grad=True)
+            JT_lam = wp.zeros(max(self.dofs, 1), dtype=float, device=d, requires_grad=True)
+            G1 = wp.zeros(max(self.dofs, 1), dtype=float, device=d, requires_grad=True)
+            G2 = wp.zeros(max(m.row_count, 1), dtype=float, device=d, requires_grad=True)
+            with tape:
+                # Contact detection at the prediction, as the step did: the contacts' normals, surface
+                # points and start points move with x~ and x_n.
+                self.state.particle_q, self.state.body_q = predicted["particle_q"], predicted["body_q"]
+                with s.launching_now():
+                    for ctype in s.constraint_types:
+                        ctype.predict_commands(s, self.state, self.h)
+                x_p, x_b = self.positions(u, predicted)
+                self.state.particle_q, self.state.body_q, self.state.multipliers = x_p, x_b, lam
+                if m.body_count:
+                    wp.launch(integration.update_world_inverse_inertia, m.body_count, device=d,
+                              inputs=[x_b, m.body_inv_inertia], outputs=[s.body_inv_inertia_world])
+                with s.launching_now():
+                    for ctype in s.constraint_types:
+                        ctype.row_command(s, self.state, self.control, self.h)
+                wp.launch(integration.substep_displacements, s.entity_count, device=d, inputs=[
+                    x_p, start["particle_q"], predicted["particle_q"], x_b, start["body_q"], predicted["body_q"],
+                    m.particle_count], outputs=[displacement, unused])
+                if m.row_count:
+                    wp.launch(adjoint.jacobian_products, m.nnz, device=d, inputs=[
+                        s.J_values, self.J_rows, m.J_columns, displacement, lam], outputs=[J_d, JT_lam])
+                    wp.launch(adjoint.row_equations, m.row_count, device=d, inputs=[
+                        s.row_c, s.row_compliance, s.row_coupling, m.row_block_start, s.row_damping, s.row_residual_scale,
+                        J_d, lam],
+                        outputs=[G2])
+                wp.launch(adjoint.momentum_equations, s.entity_count, device=d, inputs=[
+                    u, JT_lam, m.particle_count, m.particle_inv_mass, m.body_inv_mass, s.body_inv_inertia_world],
+                    outputs=[G1])
+        finally:
+            for name, array in saved.items():
+                setattr(s, name, array)
+            for name, array in saved_state.items():
+                setattr(self.state, name, array)
+        return tape, G1, G2
+
+
+def _accumulate(target, arrays, sign=1.0):
+    for key, array in arrays.items():
+        if array.grad is not None:
+            target[key] = target.get(key, 0.0) + sign * array.grad.numpy().astype(np.float64)
+
+
+def rollout_gradient(solver, records, dt, adjoint_end, parameters=None, adjoint_after_step=None):
+    """Gradient of a loss of the last state of a recorded rollout (``record_rollout``) by the adjoint method.
+
+    Every step is differentiated at its converged point by the implicit function theorem: with
+    y = (u, lambda) and G(y; x~, x_n, p) = 0 (``kernels.adjoint``), the step's adjoint solves
+    (dG/dy)^T mu = dL/dy and passes -mu^T dG/d(x~, x_n, p) on; the prediction's adjoint then gives
+    the start state's. dG/dy is assembled per world from one tape backward per unknown of a world
+    (all worlds at once: they do not couple) and solved densely, so this suits small worlds (a few
+    hundred unknowns); nothing depends on the Newton or linear iteration counts, and the memory is
+    one step's arrays on top of the records.
+
+    solver: the Solver that ran the rollout (its State's arrays are left as they were)
+    records: the StepRecords; dt: the step [s]
+    adjoint_end: {"particle_q", "particle_qd", "body_q", "body_qd"}: dL/d(last state), NumPy arrays
+        shaped like the State's (body_q: 7 numbers per body, as Warp's transform); missing: zero
+    parameters: {name: Warp array of the model (or control) read by the step's kernels}; they are
+        made to require gradients
+    adjoint_after_step(k): optional, dL/d(state after step k) of a loss over the whole rollout (a dict
+        like adjoint_end, or None), added to adjoint_end's for the last step
+    Returns (dL/d(first state) as a dict like adjoint_end, {name: dL/d(parameter)} as NumPy arrays).
+    """
+    m, d = solver.model, solver.model.device
+    parameters = dict(parameters or {})
+    for array in parameters.values():
+        array.requires_grad = True
+    state, control = m.state(), m.control()
+    eq = _StepEquations(solver, state, control, dt)
+    shapes = {name: getattr(state, name).numpy().shape for name in STATE_ARRAYS}
+    adj = {name: np.asarray(adjoint_end.get(name, np.zeros(shapes[name])), dtype=np.float64).reshape(shapes[name])
+           for name in STATE_ARRAYS}
+    grads = {}
+    n_dofs = eq.dofs
+    for k in range(len(records) - 1, -1, -1):
+        record = records[k]
+        extra = adjoint_after_step(k) if adjoint_after_step is not None else None
+        for name, values in (extra or {}).items():
+            adj[name] = adj[name] + np.asarray(values, dtype=np.float64).reshape(shapes[name])
+        eq._set_step(record)
+        pred_tape, start, predicted = eq.predict(record)
+        u_values = eq.offsets(record, predicted)
+        u = _grad_array(u_values.astype(np.float32), float, d)
+        lam = _grad_array(record.multipliers, float, d)
+        # Outputs: x = x~ (+) u, v = v~ + u / h.
+        out_tape, outs = eq.outputs(u, predicted)
+        out_tape.backward(grads={outs[name]: wp.array(adj[name].astype(np.float32), dtype=outs[name].dtype, device=d)
+                                 for name in STATE_ARRAYS if outs[name].shape[0] == adj[name].shape[0]})
+        u_bar = u.grad.numpy().astype(np.float64)
+        pred_bar = {name: predicted[name].grad.numpy().astype(np.float64) for name in STATE_ARRAYS}
+        out_tape.zero()
+        u.grad.zero_()
+        # The step's equations and their Jacobian, world by world.
+        g_tape, G1, G2 = eq.equations(u, lam, predicted, start)
+        sizes = [len(w) for w in eq.world_unknowns]
+        jac = [np.zeros((n, n)) for n in sizes]
+        for i in range(max(sizes)):
+            seed = np.zeros(n_dofs + m.row_count)
+            for w, unknowns in enumerate(eq.world_unknowns):
+                if i < len(unknowns):
+                    seed[unknowns[i]] = 1.0
+            g_tape.backward(grads={G1: wp.array(seed[:n_dofs].astype(np.float32), device=d),
+                                   G2: wp.array(seed[n_dofs:].astype(np.float32), device=d)})
+            row = np.concatenate([u.grad.numpy(), lam.grad.numpy()[:m.row_count]]).astype(np.float64)
+            for w, unknowns in enumerate(eq.world_unknowns):
+                if i < len(unknowns):
+                    jac[w][i] = row[unknowns]
+            g_tape.zero()
+        y_bar = np.concatenate([u_bar, np.zeros(m.row_count)])
+        mu = np.zeros_like(y_bar)
+        for w, unknowns in enumerate(eq.world_unknowns):
+            # Least squares: redundant rows (four corners of a box resting flat) leave dG/dy singular in
+            # their multipliers, whose split does not change the motion.
+            mu[unknowns] = np.linalg.lstsq(jac[w].T, y_bar[unknowns], rcond=None)[0]
+        g_tape.backward(grads={G1: wp.array(mu[:n_dofs].astype(np.float32), device=d),
+                               G2: wp.array(mu[n_dofs:].astype(np.float32), device=d)})
+        for name in ("particle_q", "body_q"):
+            pred_bar[name] -= predicted[name].grad.numpy().astype(np.float64)
+        start_bar = {name: -start[name].grad.numpy().astype(np.float64) if start[name].grad is not None
+                     else np.zeros(shapes[name]) for name in STATE_ARRAYS}
+        _accumulate(grads, parameters, -1.0)
+        g_tape.zero()
+        for array in parameters.values():
+            array.grad.zero_()
+        for name in STATE_ARRAYS:
+            predicted[name].grad.zero_()
+            start[name].grad.zero_()
+        # The prediction.
+        pred_tape.backward(grads={predicted[name]: wp.array(pred_bar[name].astype(np.float32), dtype=predicted[name].dtype,
+                                                            device=d) for name in STATE_ARRAYS})
+        adj = {name: start_bar[name].reshape(shapes[name]) + start[name].grad.numpy().astype(np.float64).reshape(shapes[name])
+               for name in STATE_ARRAYS}
+        _accumulate(grads, parameters, 1.0)
+        pred_tape.zero()
+        for array in parameters.values():
+            array.grad.zero_()
+    return adj, grads

@@ -17,6 +17,56 @@ from .entities import (
 )
 
 
+@wp.func
+def predicted_particle_velocity(v: wp.vec3, f: wp.vec3, inv_mass: float, gravity: wp.vec3, planar_axis: int, h: float):
+    """v~ = v + h (g + f / m) of a particle (kinematic: v), in-plane for planar models. Shared by the
+    prediction and its differentiable counterpart (``kernels.adjoint``)."""
+    if inv_mass > 0.0:
+        v = v + (gravity + f * inv_mass) * h
+    if planar_axis >= 0:
+        v[planar_axis] = 0.0
+    return v
+
+
+@wp.func
+def predicted_body_velocity(
+    tf: wp.transform,
+    qd: wp.spatial_vector,
+    f: wp.spatial_vector,
+    inv_m: float,
+    inertia: wp.mat33,
+    inv_inertia: wp.mat33,
+    gravity: wp.vec3,
+    planar_axis: int,
+    h: float,
+):
+    """(v~, w~) of a body: gravity, force, torque and the explicit gyroscopic term over h (kinematic:
+    unchanged); in-plane for planar models."""
+    v = wp.spatial_top(qd)
+    w = wp.spatial_bottom(qd)
+    if inv_m > 0.0:
+        v = v + (gravity + wp.spatial_top(f) * inv_m) * h
+        # Torque and the explicit gyroscopic term, both in the world frame.
+        R = wp.quat_to_matrix(wp.transform_get_rotation(tf))
+        I_world = R * inertia * wp.transpose(R)
+        I_inv_world = R * inv_inertia * wp.transpose(R)
+        w = w + I_inv_world * (wp.spatial_bottom(f) - wp.cross(w, I_world * w)) * h
+    if planar_axis >= 0:
+        v[planar_axis] = 0.0
+        # In-plane motion: only rotation about the plane normal survives.
+        w_keep = w[planar_axis]
+        w = wp.vec3(0.0)
+        w[planar_axis] = w_keep
+    return wp.spatial_vector(v, w)
+
+
+@wp.func
+def predicted_body_pose(tf: wp.transform, qd: wp.spatial_vector, h: float):
+    """x~ = x + h v~, q~ = exp(h w~) q."""
+    return wp.transform(wp.transform_get_translation(tf) + wp.spatial_top(qd) * h,
+                        integrate_rotation(wp.transform_get_rotation(tf), wp.spatial_bottom(qd), h))
+
+
 @wp.kernel
 def predict_particles(
     particle_q: wp.array(dtype=wp.vec3),
@@ -31,13 +81,8 @@ def predict_particles(
 ):
     i = nonnegative(wp.tid())
     x = particle_q[i]
-    v = particle_qd[i]
+    v = predicted_particle_velocity(particle_qd[i], particle_f[i], particle_inv_mass[i], gravity, planar_axis, h)
     particle_q_prev[i] = x
-    w = particle_inv_mass[i]
-    if w > 0.0:
-        v = v + (gravity + particle_f[i] * w) * h
-    if planar_axis >= 0:
-        v[planar_axis] = 0.0
     particle_qd[i] = v
     particle_q[i] = x + v * h
     particle_q_pred[i] = x + v * h
@@ -60,30 +105,12 @@ def predict_bodies(
     i = nonnegative(wp.tid())
     tf = body_q[i]
     body_q_prev[i] = tf
-    p = wp.transform_get_translation(tf)
-    q = wp.transform_get_rotation(tf)
-    v = wp.spatial_top(body_qd[i])
-    w = wp.spatial_bottom(body_qd[i])
-    inv_m = body_inv_mass[i]
-    if inv_m > 0.0:
-        f = body_f[i]
-        v = v + (gravity + wp.spatial_top(f) * inv_m) * h
-        # Torque and the explicit gyroscopic term, both in the world frame.
-        R = wp.quat_to_matrix(q)
-        I_world = R * body_inertia[i] * wp.transpose(R)
-        I_inv_world = R * body_inv_inertia[i] * wp.transpose(R)
-        w = w + I_inv_world * (wp.spatial_bottom(f) - wp.cross(w, I_world * w)) * h
-    if planar_axis >= 0:
-        v[planar_axis] = 0.0
-        # In-plane motion: only rotation about the plane normal survives.
-        w_keep = w[planar_axis]
-        w = wp.vec3(0.0)
-        w[planar_axis] = w_keep
-    p = p + v * h
-    q = integrate_rotation(q, w, h)
-    body_qd[i] = wp.spatial_vector(v, w)
-    body_q[i] = wp.transform(p, q)
-    body_q_pred[i] = wp.transform(p, q)
+    qd = predicted_body_velocity(tf, body_qd[i], body_f[i], body_inv_mass[i], body_inertia[i], body_inv_inertia[i],
+                                 gravity, planar_axis, h)
+    tf_pred = predicted_body_pose(tf, qd, h)
+    body_qd[i] = qd
+    body_q[i] = tf_pred
+    body_q_pred[i] = tf_pred
 
 
 @wp.kernel
