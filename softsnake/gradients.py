@@ -22,12 +22,18 @@ unknown of a world and solved densely, so it suits small worlds (a few hundred u
 engine's own Schur-complement solver as a preconditioner is the way to large ones); one substep
 per step; and the gradient is that of the implicit step G = 0, which the engine's converged step
 meets up to its momentum lag (``Solver.residual_norms``): exact for particles and for bodies that
-do not turn much within a step, about 10 % off for a sphere rolling at dt = 1/60 s.
+do not turn much within a step, 10-30 % off for a sphere rolling at dt = 1/60 s; and contacts at
+zero load with friction sit on a kink of the friction cone (a box sliding on a face with friction:
+about 10 % off). Each entry of a row's Jacobian is written once per kernel: Warp's adjoint replays
+a kernel's stores, so an entry written twice (a value, then zero) would hold the first after a
+backward pass, and the next backward would see it.
 """
 
 import dataclasses
 
 import numpy as np
+import scipy.sparse
+import scipy.sparse.linalg
 import warp as wp
 
 from .errors import ConfigError
@@ -249,6 +255,122 @@ class _StepEquations:
         return tape, G1, G2
 
 
+class _JacobianPattern:
+    """Which unknowns each equation of a step depends on, and a colouring of the equations such that no
+    two of one colour share an unknown: one tape backward seeded with every equation of a colour then
+    gives all their rows of dG/dy at once (compressed Jacobian). Unknowns and equations share one
+    numbering: the degrees of freedom (u, G1), then the rows (lambda, G2).
+
+    G2 of a row depends on the degrees of freedom of the entities it touches and on the multipliers of
+    its group (the row; a tetrahedron's three normal rows; a contact slot's normal and friction rows);
+    G1 of an entity on its own degrees of freedom (x and its world inertia), and on the multipliers
+    and the entities' degrees of freedom of every row touching it (J^T lambda).
+    """
+
+    def __init__(self, model):
+        m = model
+        P = m.particle_count
+        dofs = 3 * P + 6 * m.body_count
+        offsets, columns = m.J_offsets.numpy(), m.J_columns.numpy()
+
+        def entity_of(dof):
+            return dof // 3 if dof < 3 * P else P + (dof - 3 * P) // 6
+
+        def entity_dofs(e):
+            return range(3 * e, 3 * e + 3) if e < P else range(3 * P + 6 * (e - P), 3 * P + 6 * (e - P) + 6)
+
+        group = {r: {r} for r in range(m.row_count)}
+        # A row outside a block is its own block start; a block's three rows name its first.
+        block = m.row_block_start.numpy()[:m.row_count]
+        block_starts = {int(b) for r, b in enumerate(block) if b != r}
+        for r in range(m.row_count):
+            if block[r] != r or r in block_starts:
+                group[r] = set(range(int(block[r]), int(block[r]) + 3))
+        if m.contact_slot_count:
+            per_slot = 2 if m.planar_axis >= 0 else 3
+            for first in m.contact_slot_row.numpy():
+                rows = set(range(int(first), int(first) + per_slot))
+                for r in rows:
+                    group[r] = rows
+        row_entities = [sorted({entity_of(int(c)) for c in columns[offsets[r]:offsets[r + 1]]})
+                        for r in range(m.row_count)]
+        entity_rows = {}
+        for r, entities in enumerate(row_entities):
+            for e in entities:
+                entity_rows.setdefault(e, []).append(r)
+        deps = []
+        for e in range(P + m.body_count):
+            inputs = set(entity_dofs(e))
+            for r in entity_rows.get(e, ()):
+                inputs.add(dofs + r)
+                for other in row_entities[r]:
+                    inputs.update(entity_dofs(other))
+            deps += [inputs] * len(entity_dofs(e))
+        for r in range(m.row_count):
+            inputs = {dofs + g for g in group[r]}
+            for e in row_entities[r]:
+                inputs.update(entity_dofs(e))
+            deps.append(inputs)
+        # Greedy colouring, equations in order.
+        users = {}
+        for o, inputs in enumerate(deps):
+            for i in inputs:
+                users.setdefault(i, []).append(o)
+        color = np.full(len(deps), -1)
+        for o, inputs in enumerate(deps):
+            taken = {color[other] for i in inputs for other in users[i] if color[other] >= 0}
+            c = 0
+            while c in taken:
+                c += 1
+            color[o] = c
+        self.size = len(deps)
+        self.colors = []
+        for c in range(color.max() + 1 if len(deps) else 0):
+            equations = np.flatnonzero(color == c)
+            rows = np.concatenate([np.full(len(deps[o]), o) for o in equations])
+            cols = np.concatenate([np.fromiter(deps[o], dtype=np.int64) for o in equations])
+            self.colors.append((equations, rows, cols))
+
+
+def _split(vector, dofs):
+    """A vector over (degrees of freedom, rows) as the two arrays G1 and G2 hold (at least one entry each)."""
+    first, second = vector[:dofs], vector[dofs:]
+    return (first if len(first) else np.zeros(1)), (second if len(second) else np.zeros(1))
+
+
+DENSE_SOLVE_LIMIT = 2000
+"""Worlds with at most this many unknowns solve their adjoint densely (LAPACK); larger ones by sparse LU."""
+
+SINGULAR_CUTOFF = 1.0e-6
+"""Relative singular value below which an equilibrated dG/dy counts as singular [-]: its entries come
+from float32 kernels (about 1e-7 relative), so smaller singular values are rounding."""
+
+
+def _solve_transposed(jacobian, rhs):
+    """mu with jacobian^T mu = rhs, rows and columns scaled to unit norm first (degrees of freedom in m,
+    multipliers in N s^2: unscaled, a chain's dG/dy has a condition number of 1e6). Where dG/dy is
+    singular (the coplanar corners of a box resting on a face share its load in a way the solve
+    leaves open, which does not change the motion), the least-squares solution without its singular
+    directions."""
+    A = scipy.sparse.csr_matrix(jacobian.T)
+    row_norm = np.sqrt(np.asarray(A.multiply(A).sum(axis=1)).ravel())
+    col_norm = np.sqrt(np.asarray(A.multiply(A).sum(axis=0)).ravel())
+    Dr = 1.0 / np.where(row_norm > 0.0, row_norm, 1.0)
+    Dc = 1.0 / np.where(col_norm > 0.0, col_norm, 1.0)
+    scaled = scipy.sparse.diags(Dr) @ A @ scipy.sparse.diags(Dc)
+    b = Dr * rhs
+    if A.shape[0] > DENSE_SOLVE_LIMIT:
+        return Dc * scipy.sparse.linalg.splu(scipy.sparse.csc_matrix(scaled)).solve(b)
+    dense = scaled.toarray()
+    try:
+        z = np.linalg.solve(dense, b)
+        if np.all(np.isfinite(z)) and np.abs(z).max() <= np.abs(b).max() / SINGULAR_CUTOFF:
+            return Dc * z
+    except np.linalg.LinAlgError:
+        pass
+    return Dc * np.linalg.lstsq(dense, b, rcond=SINGULAR_CUTOFF)[0]
+
+
 def _accumulate(target, arrays, sign=1.0):
     for key, array in arrays.items():
         if array.grad is not None:
@@ -261,10 +383,10 @@ def rollout_gradient(solver, records, dt, adjoint_end, parameters=None, adjoint_
     Every step is differentiated at its converged point by the implicit function theorem: with
     y = (u, lambda) and G(y; x~, x_n, p) = 0 (``kernels.adjoint``), the step's adjoint solves
     (dG/dy)^T mu = dL/dy and passes -mu^T dG/d(x~, x_n, p) on; the prediction's adjoint then gives
-    the start state's. dG/dy is assembled per world from one tape backward per unknown of a world
-    (all worlds at once: they do not couple) and solved densely, so this suits small worlds (a few
-    hundred unknowns); nothing depends on the Newton or linear iteration counts, and the memory is
-    one step's arrays on top of the records.
+    the start state's. dG/dy is assembled from one tape backward per colour of its sparsity pattern
+    (``_JacobianPattern``: a few dozen for a chain of bodies, whatever its length; all worlds at once)
+    and solved per world (``_solve_transposed``); nothing depends on the Newton or linear iteration counts, and
+    the memory is one step's arrays on top of the records.
 
     solver: the Solver that ran the rollout (its State's arrays are left as they were)
     records: the StepRecords; dt: the step [s]
@@ -287,6 +409,7 @@ def rollout_gradient(solver, records, dt, adjoint_end, parameters=None, adjoint_
            for name in STATE_ARRAYS}
     grads = {}
     n_dofs = eq.dofs
+    pattern = _JacobianPattern(m)
     for k in range(len(records) - 1, -1, -1):
         record = records[k]
         extra = adjoint_after_step(k) if adjoint_after_step is not None else None
@@ -305,30 +428,29 @@ def rollout_gradient(solver, records, dt, adjoint_end, parameters=None, adjoint_
         pred_bar = {name: predicted[name].grad.numpy().astype(np.float64) for name in STATE_ARRAYS}
         out_tape.zero()
         u.grad.zero_()
-        # The step's equations and their Jacobian, world by world.
+        # The step's equations and their Jacobian: one backward per colour of the pattern.
         g_tape, G1, G2 = eq.equations(u, lam, predicted, start)
-        sizes = [len(w) for w in eq.world_unknowns]
-        jac = [np.zeros((n, n)) for n in sizes]
-        for i in range(max(sizes)):
-            seed = np.zeros(n_dofs + m.row_count)
-            for w, unknowns in enumerate(eq.world_unknowns):
-                if i < len(unknowns):
-                    seed[unknowns[i]] = 1.0
-            g_tape.backward(grads={G1: wp.array(seed[:n_dofs].astype(np.float32), device=d),
-                                   G2: wp.array(seed[n_dofs:].astype(np.float32), device=d)})
-            row = np.concatenate([u.grad.numpy(), lam.grad.numpy()[:m.row_count]]).astype(np.float64)
-            for w, unknowns in enumerate(eq.world_unknowns):
-                if i < len(unknowns):
-                    jac[w][i] = row[unknowns]
+        values, rows, cols = [], [], []
+        for equations, eq_rows, eq_cols in pattern.colors:
+            seed = np.zeros(pattern.size)
+            seed[equations] = 1.0
+            seed_dofs, seed_rows = _split(seed, n_dofs)
+            g_tape.backward(grads={G1: wp.array(seed_dofs.astype(np.float32), device=d),
+                                   G2: wp.array(seed_rows.astype(np.float32), device=d)})
+            grad = np.concatenate([u.grad.numpy()[:n_dofs], lam.grad.numpy()[:m.row_count]]).astype(np.float64)
+            values.append(grad[eq_cols])
+            rows.append(eq_rows)
+            cols.append(eq_cols)
             g_tape.zero()
-        y_bar = np.concatenate([u_bar, np.zeros(m.row_count)])
-        mu = np.zeros_like(y_bar)
-        for w, unknowns in enumerate(eq.world_unknowns):
-            # Least squares: redundant rows (four corners of a box resting flat) leave dG/dy singular in
-            # their multipliers, whose split does not change the motion.
-            mu[unknowns] = np.linalg.lstsq(jac[w].T, y_bar[unknowns], rcond=None)[0]
-        g_tape.backward(grads={G1: wp.array(mu[:n_dofs].astype(np.float32), device=d),
-                               G2: wp.array(mu[n_dofs:].astype(np.float32), device=d)})
+        jacobian = scipy.sparse.csr_matrix((np.concatenate(values), (np.concatenate(rows), np.concatenate(cols))),
+                                           shape=(pattern.size, pattern.size))
+        y_bar = np.concatenate([u_bar[:n_dofs], np.zeros(m.row_count)])
+        mu = np.zeros(pattern.size)
+        for unknowns in eq.world_unknowns:
+            mu[unknowns] = _solve_transposed(jacobian[unknowns][:, unknowns], y_bar[unknowns])
+        mu_dofs, mu_rows = _split(mu, n_dofs)
+        g_tape.backward(grads={G1: wp.array(mu_dofs.astype(np.float32), device=d),
+                               G2: wp.array(mu_rows.astype(np.float32), device=d)})
         for name in ("particle_q", "body_q"):
             pred_bar[name] -= predicted[name].grad.numpy().astype(np.float64)
         start_bar = {name: -start[name].grad.numpy().astype(np.float64) if start[name].grad is not None

@@ -10,10 +10,12 @@ exactly (particles, contact with and without friction, frictionless bodies; meas
 the step); 3 % for the hinged chain (measured 2.9e-3), whose converged steps keep a small momentum
 lag (the engine moves bodies by M^-1 J^T dlambda with the J of each Newton iteration, so a
 rotating body's end point is not exactly x~ + M^-1 J(x)^T lambda; ``Solver.residual_norms``
-reports it), which the gradient of the implicit step does not see. Rolling bodies are not covered:
-there the lag is a tenth of a step's rotation at dt = 1/60 s, and so is the gradient's error. Nor
-is a box resting on a face: its four corners share the load in a way the solve leaves open, and
-the corners without load sit on the kink of their complementarity function.
+reports it), which the gradient of the implicit step does not see. The box rests on a face: its
+four corners share the load in a way the solve leaves open (dG/dy is singular there, and the
+adjoint takes the least-squares solution), which does not change the motion. Not covered, and
+off by about 10 % when measured: a sphere rolling at dt = 1/60 s (the momentum lag is a tenth of
+a step's rotation there) and a box sliding on a face with friction (the unloaded corners sit on
+the kink of the friction cone at zero load).
 """
 
 import math

@@ -154,9 +154,7 @@ def detect_contacts(
 
 
 @wp.func
-def write_contact_jacobian(
-    J_values: wp.array(dtype=float),
-    nz: int,
+def contact_inverse_mass(
     entity: int,
     particle_count: int,
     r: wp.vec3,
@@ -165,14 +163,23 @@ def write_contact_jacobian(
     body_inv_mass: wp.array(dtype=float),
     body_inv_inertia_world: wp.array(dtype=wp.mat33),
 ):
-    """Write the row's Jacobian block and return its J M^-1 J^T."""
+    """J M^-1 J^T of a contact row along ``direction`` at offset r from the body's centre."""
     if entity < particle_count:
-        write_particle_block(J_values, nz, direction)
         return particle_inv_mass[entity]
     b = nonnegative(entity - particle_count)
-    ang = wp.cross(r, direction)
-    write_body_block(J_values, nz, direction, ang)
-    return body_generalized_inverse_mass(body_inv_mass[b], body_inv_inertia_world[b], direction, ang)
+    return body_generalized_inverse_mass(body_inv_mass[b], body_inv_inertia_world[b], direction, wp.cross(r, direction))
+
+
+@wp.func
+def write_contact_jacobian(J_values: wp.array(dtype=float), nz: int, entity: int, particle_count: int, r: wp.vec3,
+                           direction: wp.vec3):
+    """Write the row's Jacobian block. Each entry of J is written once per kernel: Warp's adjoint
+    replays the stores of a kernel, and an entry written twice (a value, then zero) is left holding
+    the first value after a backward pass."""
+    if entity < particle_count:
+        write_particle_block(J_values, nz, direction)
+    else:
+        write_body_block(J_values, nz, direction, wp.cross(r, direction))
 
 
 @wp.func
@@ -248,67 +255,69 @@ def eval_contact_rows(
         friction_count = 1
     for k in range(1 + friction_count):
         row_residual_scale[row + k] = 1.0
+    # Branches, not early returns: Warp's adjoint ran the code after a return inside a branch, which
+    # gave inactive and frictionless rows gradients they do not have.
     if contact_active[s] == 0:
         for k in range(1 + friction_count):
             zero_contact_jacobian(J_values, nonnegative(J_offsets[row + k]), e, particle_count)
             write_neutral_row(row + k, row_c, row_compliance, row_damping)
-        return
+    else:
+        p = entity_point(e, contact_anchor[s], particle_count, particle_q, body_q)
+        r = wp.vec3(0.0)
+        if e >= particle_count:
+            r = p - wp.transform_get_translation(body_q[nonnegative(e - particle_count)])
+        basis = tangent_basis(contact_normal[s])
 
-    p = entity_point(e, contact_anchor[s], particle_count, particle_q, body_q)
-    r = wp.vec3(0.0)
-    if e >= particle_count:
-        r = p - wp.transform_get_translation(body_q[nonnegative(e - particle_count)])
-    basis = tangent_basis(contact_normal[s])
+        # Normal row: Fischer-Burmeister.
+        n = contact_normal[s]
+        write_contact_jacobian(J_values, nonnegative(J_offsets[row]), e, particle_count, r, n)
+        w_n = contact_inverse_mass(e, particle_count, r, n, particle_inv_mass, body_inv_mass, body_inv_inertia_world)
+        lam_n = lam[row]
+        a = wp.dot(n, p - contact_surface[s])
+        if e < particle_count:
+            a -= contact_slot_radius[s]
+        b = w_n * lam_n
+        root = wp.sqrt(a * a + b * b + fb_epsilon * fb_epsilon)
+        phi = a + b - root
+        phi_a = wp.max(1.0 - a / root, 1.0e-9)
+        phi_b = 1.0 - b / root
+        alpha = w_n * (phi_b / phi_a + contact_regularization)
+        row_c[row] = phi / phi_a - alpha * lam_n
+        row_compliance[row] = alpha
+        row_damping[row] = 0.0
+        row_residual_scale[row] = phi_a
 
-    # Normal row: Fischer-Burmeister.
-    n = contact_normal[s]
-    nz_n = nonnegative(J_offsets[row])
-    w_n = write_contact_jacobian(
-        J_values, nz_n, e, particle_count, r, n, particle_inv_mass, body_inv_mass, body_inv_inertia_world
-    )
-    lam_n = lam[row]
-    a = wp.dot(n, p - contact_surface[s])
-    if e < particle_count:
-        a -= contact_slot_radius[s]
-    b = w_n * lam_n
-    root = wp.sqrt(a * a + b * b + fb_epsilon * fb_epsilon)
-    phi = a + b - root
-    phi_a = wp.max(1.0 - a / root, 1.0e-9)
-    phi_b = 1.0 - b / root
-    alpha = w_n * (phi_b / phi_a + contact_regularization)
-    row_c[row] = phi / phi_a - alpha * lam_n
-    row_compliance[row] = alpha
-    row_damping[row] = 0.0
-    row_residual_scale[row] = phi_a
-
-    # Friction rows (module docstring): one compliance W for both, the right-hand side R.
-    mu = contact_slot_mu[s]
-    w_t = float(0.0)
-    # A loop of constant length (unrolled): Warp's adjoint of a loop of run-time length loses the
-    # values a sum carried from one iteration to the next took.
-    for k in range(FRICTION_ROWS):
-        if k < friction_count:
-            t = wp.vec3(basis[k, 0], basis[k, 1], basis[k, 2])
-            w_t += write_contact_jacobian(J_values, nonnegative(J_offsets[row + 1 + k]), e, particle_count, r, t,
-                                          particle_inv_mass, body_inv_mass, body_inv_inertia_world)
-    w_t = w_t / float(friction_count)
-    if mu <= 0.0 or w_t <= 0.0:
-        # Frictionless: the rows must not touch the bodies.
-        for k in range(friction_count):
-            zero_contact_jacobian(J_values, nonnegative(J_offsets[row + 1 + k]), e, particle_count)
-            write_neutral_row(row + 1 + k, row_c, row_compliance, row_damping)
-        return
-    slip = basis * (p - contact_start[s])
-    lam_f = wp.vec2(lam[row + 1], 0.0)
-    if planar == 0:
-        lam_f = wp.vec2(lam[row + 1], lam[row + 2])
-    rows = friction_rows(wp.vec2(slip[0], slip[1]), lam_f, mu * wp.max(lam_n, 0.0), w_t, fb_epsilon, planar)
-    W = rows[0] + friction_regularization * w_t
-    for k in range(friction_count):
-        row_c[row + 1 + k] = -rows[1 + k] - W * lam_f[k]
-        row_compliance[row + 1 + k] = W
-        row_damping[row + 1 + k] = 0.0
-        row_residual_scale[row + 1 + k] = rows[3]
+        # Friction rows (module docstring): one compliance W for both, the right-hand side R.
+        mu = contact_slot_mu[s]
+        w_t = float(0.0)
+        # A loop of constant length (unrolled): Warp's adjoint of a loop of run-time length loses the
+        # values a sum carried from one iteration to the next took.
+        for k in range(FRICTION_ROWS):
+            if k < friction_count:
+                t = wp.vec3(basis[k, 0], basis[k, 1], basis[k, 2])
+                w_t += contact_inverse_mass(e, particle_count, r, t, particle_inv_mass, body_inv_mass,
+                                            body_inv_inertia_world)
+        w_t = w_t / float(friction_count)
+        if mu <= 0.0 or w_t <= 0.0:
+            # Frictionless: the rows must not touch the bodies.
+            for k in range(friction_count):
+                zero_contact_jacobian(J_values, nonnegative(J_offsets[row + 1 + k]), e, particle_count)
+                write_neutral_row(row + 1 + k, row_c, row_compliance, row_damping)
+        else:
+            for k in range(friction_count):
+                t = wp.vec3(basis[k, 0], basis[k, 1], basis[k, 2])
+                write_contact_jacobian(J_values, nonnegative(J_offsets[row + 1 + k]), e, particle_count, r, t)
+            slip = basis * (p - contact_start[s])
+            lam_f = wp.vec2(lam[row + 1], 0.0)
+            if planar == 0:
+                lam_f = wp.vec2(lam[row + 1], lam[row + 2])
+            rows = friction_rows(wp.vec2(slip[0], slip[1]), lam_f, mu * wp.max(lam_n, 0.0), w_t, fb_epsilon, planar)
+            W = rows[0] + friction_regularization * w_t
+            for k in range(friction_count):
+                row_c[row + 1 + k] = -rows[1 + k] - W * lam_f[k]
+                row_compliance[row + 1 + k] = W
+                row_damping[row + 1 + k] = 0.0
+                row_residual_scale[row + 1 + k] = rows[3]
 
 
 class ContactSlot(ConstraintType):

@@ -42,25 +42,30 @@ def eval_distance_rows(
     length = wp.length(d)
 
     scale = float(1.0)
+    unpressurised = int(0)
     # channel is -1 for a structural row: tested before it indexes the pressures.
     channel = distance_pressure_channel[tid]
     if channel >= 0:
         p = pressure[nonnegative(channel)]
         if p <= 0.0:
-            write_particle_block(J_values, nz, wp.vec3(0.0))
-            write_particle_block(J_values, nz + 3, wp.vec3(0.0))
-            write_neutral_row(row, row_c, row_compliance, row_damping)
-            return
-        scale = 1.0 + p / distance_youngs_modulus[tid]
+            unpressurised = 1
+        else:
+            scale = 1.0 + p / distance_youngs_modulus[tid]
 
-    n = wp.vec3(0.0)
-    if length > 0.0:
-        n = d / length
-    write_particle_block(J_values, nz, n)
-    write_particle_block(J_values, nz + 3, -n)
-    row_c[row] = length - distance_rest_length[tid] * scale
-    row_compliance[row] = distance_compliance[tid] * inv_h2
-    row_damping[row] = distance_damping[tid] * inv_h
+    # A branch, not an early return: Warp's adjoint ran the code after a return inside a branch.
+    if unpressurised != 0:
+        write_particle_block(J_values, nz, wp.vec3(0.0))
+        write_particle_block(J_values, nz + 3, wp.vec3(0.0))
+        write_neutral_row(row, row_c, row_compliance, row_damping)
+    else:
+        n = wp.vec3(0.0)
+        if length > 0.0:
+            n = d / length
+        write_particle_block(J_values, nz, n)
+        write_particle_block(J_values, nz + 3, -n)
+        row_c[row] = length - distance_rest_length[tid] * scale
+        row_compliance[row] = distance_compliance[tid] * inv_h2
+        row_damping[row] = distance_damping[tid] * inv_h
 
 
 class Distance(ConstraintType):
