@@ -392,17 +392,21 @@ def rollout_gradient(solver, records, dt, adjoint_end, parameters=None, adjoint_
     records: the StepRecords; dt: the step [s]
     adjoint_end: {"particle_q", "particle_qd", "body_q", "body_qd"}: dL/d(last state), NumPy arrays
         shaped like the State's (body_q: 7 numbers per body, as Warp's transform); missing: zero
-    parameters: {name: Warp array of the model (or control) read by the step's kernels}; they are
-        made to require gradients
+    parameters: {name: a Warp array of the model read by the step's kernels (made to require
+        gradients), or the name of a Control field ("prismatic_rate", "joint_target", "pressure"): its
+        gradient sums over the steps}
     adjoint_after_step(k): optional, dL/d(state after step k) of a loss over the whole rollout (a dict
         like adjoint_end, or None), added to adjoint_end's for the last step
     Returns (dL/d(first state) as a dict like adjoint_end, {name: dL/d(parameter)} as NumPy arrays).
     """
     m, d = solver.model, solver.model.device
-    parameters = dict(parameters or {})
+    state, control = m.state(), m.control()
+    # A Control field named by a string is the gradient's own Control array, which every step's
+    # recorded values are copied into.
+    parameters = {name: getattr(control, array) if isinstance(array, str) else array
+                  for name, array in (parameters or {}).items()}
     for array in parameters.values():
         array.requires_grad = True
-    state, control = m.state(), m.control()
     eq = _StepEquations(solver, state, control, dt)
     shapes = {name: getattr(state, name).numpy().shape for name in STATE_ARRAYS}
     adj = {name: np.asarray(adjoint_end.get(name, np.zeros(shapes[name])), dtype=np.float64).reshape(shapes[name])

@@ -52,14 +52,23 @@ def wrap_angle(theta: float):
 
 
 @wp.func
-def curve_moment_and_slope(
-    theta: float, start: int, count: int, curve_angle: wp.array(dtype=float), curve_moment: wp.array(dtype=float)
-):
-    """Piecewise-linear moment M(theta) and slope dM/dtheta; linear extrapolation past the ends."""
+def curve_segment(theta: float, start: int, count: int, curve_angle: wp.array(dtype=float)):
+    """First sample of the segment of a sampled curve that holds theta (the first or last segment
+    past the ends). A function of its own: Warp's adjoint replays a loop inside a differentiated
+    function without the values its counter took, but calls a function's forward to get its result."""
     k = start
     last = start + count - 2
     while k < last and theta > curve_angle[k + 1]:
         k += 1
+    return k
+
+
+@wp.func
+def curve_moment_and_slope(
+    theta: float, start: int, count: int, curve_angle: wp.array(dtype=float), curve_moment: wp.array(dtype=float)
+):
+    """Piecewise-linear moment M(theta) and slope dM/dtheta; linear extrapolation past the ends."""
+    k = curve_segment(theta, start, count, curve_angle)
     slope = (curve_moment[k + 1] - curve_moment[k]) / (curve_angle[k + 1] - curve_angle[k])
     return wp.vec2(curve_moment[k] + slope * (theta - curve_angle[k]), slope)
 
