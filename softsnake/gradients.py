@@ -36,7 +36,7 @@ import scipy.sparse
 import scipy.sparse.linalg
 import warp as wp
 
-from .errors import ConfigError
+from .errors import ConfigError, SimulationError
 from .kernels import adjoint, integration
 
 
@@ -339,7 +339,7 @@ def _split(vector, dofs):
 
 
 DENSE_SOLVE_LIMIT = 2000
-"""Worlds with at most this many unknowns solve their adjoint densely (LAPACK); larger ones by sparse LU."""
+"""The most unknowns of a world whose singular adjoint system is solved by dense least squares."""
 
 SINGULAR_CUTOFF = 1.0e-6
 """Relative singular value below which an equilibrated dG/dy counts as singular [-]: its entries come
@@ -347,9 +347,9 @@ from float32 kernels (about 1e-7 relative), so smaller singular values are round
 
 
 def _solve_transposed(jacobian, rhs):
-    """mu with jacobian^T mu = rhs, rows and columns scaled to unit norm first (degrees of freedom in m,
-    multipliers in N s^2: unscaled, a chain's dG/dy has a condition number of 1e6). Where dG/dy is
-    singular (the coplanar corners of a box resting on a face share its load in a way the solve
+    """mu with jacobian^T mu = rhs by sparse LU, rows and columns scaled to unit norm first (degrees of
+    freedom in m, multipliers in N s^2: unscaled, a chain's dG/dy has a condition number of 1e6). Where
+    the LU's answer is not finite, huge or does not solve the system, dG/dy is singular (the coplanar corners of a box resting on a face share its load in a way the solve
     leaves open, which does not change the motion), the least-squares solution without its singular
     directions."""
     A = scipy.sparse.csr_matrix(jacobian.T)
@@ -357,18 +357,20 @@ def _solve_transposed(jacobian, rhs):
     col_norm = np.sqrt(np.asarray(A.multiply(A).sum(axis=0)).ravel())
     Dr = 1.0 / np.where(row_norm > 0.0, row_norm, 1.0)
     Dc = 1.0 / np.where(col_norm > 0.0, col_norm, 1.0)
-    scaled = scipy.sparse.diags(Dr) @ A @ scipy.sparse.diags(Dc)
+    scaled = scipy.sparse.csc_matrix(scipy.sparse.diags(Dr) @ A @ scipy.sparse.diags(Dc))
     b = Dr * rhs
-    if A.shape[0] > DENSE_SOLVE_LIMIT:
-        return Dc * scipy.sparse.linalg.splu(scipy.sparse.csc_matrix(scaled)).solve(b)
-    dense = scaled.toarray()
+    bound = max(np.abs(b).max(), 1e-300) / SINGULAR_CUTOFF
     try:
-        z = np.linalg.solve(dense, b)
-        if np.all(np.isfinite(z)) and np.abs(z).max() <= np.abs(b).max() / SINGULAR_CUTOFF:
+        z = scipy.sparse.linalg.splu(scaled).solve(b)
+        if np.all(np.isfinite(z)) and np.abs(z).max() <= bound and \
+                np.abs(scaled @ z - b).max() <= 1e-9 * max(np.abs(b).max(), 1e-300):
             return Dc * z
-    except np.linalg.LinAlgError:
+    except RuntimeError:
         pass
-    return Dc * np.linalg.lstsq(dense, b, rcond=SINGULAR_CUTOFF)[0]
+    if A.shape[0] > DENSE_SOLVE_LIMIT:
+        raise SimulationError(f"the adjoint of a step is singular in a world of {A.shape[0]} unknowns, above the "
+                              f"{DENSE_SOLVE_LIMIT} the least-squares fallback handles")
+    return Dc * np.linalg.lstsq(scaled.toarray(), b, rcond=SINGULAR_CUTOFF)[0]
 
 
 def _accumulate(target, arrays, sign=1.0):
