@@ -23,6 +23,8 @@ import numpy as np
 from softsnake.errors import ConfigError
 from softsnake.gradients import record_rollout, rollout_gradient
 
+from .simulation import poses_of
+
 PARAMETERS = ("stiffness", "damping", "growth_rate", "body_mass", "body_inertia", "heading")
 """The VineParams whose gradients ``vine_gradients`` returns (and "moment_curve" for sampled curves)."""
 
@@ -44,41 +46,78 @@ def _turn_quaternions(q):
     return _turn_about_z(poses)[:, 3:]
 
 
-def vine_gradients(batch, steps, dt, pose_adjoint):
-    """Step ``batch`` (a VineBatch at its start) ``steps`` times by ``dt`` [s] and return the gradient of
-    a loss of its final poses with respect to each vine's parameters.
+def pose_adjoint_to_body_q(pose_adjoint, body_q):
+    """dL/d(body_q) (n, 7) from dL/d(poses) (n, 3) (x, y, angle) at body poses (n, 7) of the plane:
+    angle = 2 atan2(q_z, q_w)."""
+    a = np.asarray(pose_adjoint, dtype=np.float64).reshape(-1, 3)
+    qz, qw = body_q[:, 5], body_q[:, 6]
+    norm = qz * qz + qw * qw
+    out = np.zeros((len(a), 7))
+    out[:, :2] = a[:, :2]
+    out[:, 5] = a[:, 2] * 2.0 * qw / norm
+    out[:, 6] = -a[:, 2] * 2.0 * qz / norm
+    return out
 
-    pose_adjoint(poses): dL/d(final body centres), (V, B, 2) [1/m], given the final poses (V, B, 3)
-    (``VineBatch.poses``: body centre x, y and angle).
+
+def vine_gradients(batch, steps, dt, pose_adjoint, *, pose_adjoint_at=None):
+    """Step ``batch`` (a VineBatch) ``steps`` times by ``dt`` [s] and return the gradient of a loss of its
+    poses with respect to each vine's parameters.
+
+    pose_adjoint(poses): dL/d(final poses) (V, B, 3) [1/m, 1/rad], or (V, B, 2) for the body centres
+        only, given the final poses (V, B, 3) (``VineBatch.poses``: body centre x, y and angle)
+    pose_adjoint_at(k, poses): optional, the same for the poses after step k (k = 0 .. steps - 1; a
+        loss over a whole trajectory), or None where the loss does not look
     Returns a list (one dict per vine) of {parameter: dL/d(parameter)} for ``PARAMETERS``, and
     "moment_curve" (dL/d(moments of the vine's curve samples), per pin) where the vine's springs
-    follow a sampled curve.
+    follow a sampled curve. "heading" is only given for vines that started straight (a vine started
+    from given poses does not turn with its heading).
     """
     model, solver = batch.model, batch.solver
     if batch.growth != "uniform":
         raise ConfigError("vine gradients follow uniform growth (tip growth sets the drives on the host every step)")
     if np.any(batch.muscles.pressure != 0.0):
         raise ConfigError("vine gradients need the steering at rest (no muscle pressure)")
-    heading_q = batch.state.body_q.numpy().astype(np.float64)
+    V, B = batch.vine_count, batch.body_count
+    start_q = batch.state.body_q.numpy().astype(np.float64)
     rest = model.spring_rest_rotation.numpy().astype(np.float64)
+    offsets = model.scene_body_q(batch.state)[:, :3] - start_q[:, :3]
+
+    def body_q_adjoint(adjoint, body_q):
+        a = np.asarray(adjoint, dtype=np.float64).reshape(V, B, -1)
+        if a.shape[-1] == 2:
+            a = np.concatenate([a, np.zeros((V, B, 1))], axis=-1)
+        return pose_adjoint_to_body_q(a.reshape(-1, 3), body_q)
+
+    def scene_poses(body_q):
+        scene = body_q.astype(np.float64).copy()
+        scene[:, :3] += offsets
+        return poses_of(scene.reshape(V, B, 7))
+
     records = record_rollout(solver, batch.state, batch.control, dt, steps)
     batch.time += steps * dt
     batch.extension += steps * dt * batch._rates(dt)
-    poses = batch.poses()
-    xy = np.asarray(pose_adjoint(poses), dtype=np.float64).reshape(batch.vine_count, batch.body_count, 2)
-    adjoint_end = {"body_q": np.zeros((model.body_count, 7))}
-    adjoint_end["body_q"][:, :2] = xy.reshape(-1, 2)
+    end_q = batch.state.body_q.numpy().astype(np.float64)
+    adjoint_end = {"body_q": body_q_adjoint(pose_adjoint(batch.poses()), end_q)}
+
+    def after_step(k):
+        if pose_adjoint_at is None:
+            return None
+        body_q = records[k].end["body_q"].astype(np.float64)
+        adjoint = pose_adjoint_at(k, scene_poses(body_q))
+        return None if adjoint is None else {"body_q": body_q_adjoint(adjoint, body_q)}
+
     parameters = {"stiffness": model.spring_stiffness, "damping": model.spring_damping,
                   "rest_rotation": model.spring_rest_rotation, "rate": "prismatic_rate",
                   "inv_mass": model.body_inv_mass, "inertia": model.body_inertia,
                   "inv_inertia": model.body_inv_inertia, "moments": model.spring_curve_moment}
-    start, grads = rollout_gradient(solver, records, dt, adjoint_end, parameters)
+    start, grads = rollout_gradient(solver, records, dt, adjoint_end, parameters,
+                                    adjoint_after_step=after_step if pose_adjoint_at is not None else None)
     inv_mass = model.body_inv_mass.numpy().astype(np.float64)
     inertia = model.body_inertia.numpy().astype(np.float64)
     counts = model.spring_curve_count.numpy()
     curve_start = model.spring_curve_start.numpy()
     result = []
-    for w in range(batch.vine_count):
+    for w in range(V):
         springs, bodies = model.world_slice("spring", w), model.world_slice("body", w)
         links = model.world_slice("prismatic", w)
         base = springs.start + batch.handles[w].springs[0]
@@ -90,9 +129,10 @@ def vine_gradients(batch, steps, dt, pose_adjoint):
             "body_mass": float(-(grads["inv_mass"][bodies] * inv_mass[bodies] ** 2).sum()),
             "body_inertia": float((np.trace(grads["inertia"][bodies], axis1=1, axis2=2)
                                    - np.trace(grads["inv_inertia"][bodies], axis1=1, axis2=2) / I ** 2).sum()),
-            "heading": float((start["body_q"][bodies] * _turn_about_z(heading_q[bodies])).sum()
-                             + grads["rest_rotation"][base] @ _turn_quaternions(rest[base:base + 1])[0]),
         }
+        if batch.specs[w].initial_poses is None:
+            out["heading"] = float((start["body_q"][bodies] * _turn_about_z(start_q[bodies])).sum()
+                                   + grads["rest_rotation"][base] @ _turn_quaternions(rest[base:base + 1])[0])
         if np.any(counts[springs] > 0):
             out["moment_curve"] = np.stack([grads["moments"][curve_start[k]:curve_start[k] + counts[k]]
                                             for k in range(springs.start, springs.stop)])

@@ -238,9 +238,13 @@ class VineBatch:
 
     def poses(self):
         """Body centre x, y [m] and angle in (-pi, pi] [rad] of every vine, (V, B, 3)."""
-        body_q = self.model.scene_body_q(self.state).reshape(self.vine_count, self.body_count, 7)
-        angle = np.angle(np.exp(2j * np.arctan2(body_q[..., 5], body_q[..., 6])))
-        return np.concatenate([body_q[..., :2], angle[..., None]], axis=-1)
+        return poses_of(self.model.scene_body_q(self.state).reshape(self.vine_count, self.body_count, 7))
+
+
+def poses_of(body_q):
+    """Body centre x, y [m] and angle in (-pi, pi] [rad], (..., 3), from body poses (..., 7) of the plane."""
+    angle = np.angle(np.exp(2j * np.arctan2(body_q[..., 5], body_q[..., 6])))
+    return np.concatenate([body_q[..., :2], angle[..., None]], axis=-1)
 
 
 def tips_of(poses, half_length):
