@@ -100,3 +100,15 @@ def test_three_evaluation_wall_fit_lowers_the_error():
     fit = fit_wall(scene, reference, ("stiffness", "damping"), max_evaluations=3)
     assert fit["evaluations"] <= 4
     assert fit["mae_mm"] < 0.5 * before, f"tip x MAE {before:.3f} mm before, {fit['mae_mm']:.3f} mm after"
+
+
+def test_batched_vines_get_their_own_gradients(linear_gradients):
+    """Two vines of different stiffness in one batch (two worlds): the first one's gradients equal those
+    of the same vine alone (worlds do not couple; to float32 rounding, 1e-4 of each), and the second
+    vine's differ."""
+    other = dataclasses.replace(VINE, stiffness=0.004)
+    b = VineBatch([VineSpec(VINE, WALL), VineSpec(other, WALL)], solver_options=TIGHT)
+    both = vine_gradients(b, STEPS, DT, lambda poses: np.concatenate([SEED, SEED]))
+    for name in ("stiffness", "damping", "growth_rate", "body_mass", "body_inertia", "heading"):
+        assert both[0][name] == pytest.approx(linear_gradients[name], rel=1e-4, abs=1e-9), name
+    assert both[1]["stiffness"] != pytest.approx(both[0]["stiffness"], rel=1e-2)
