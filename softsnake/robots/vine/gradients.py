@@ -13,9 +13,11 @@ each vine (``VineParams``), by the chain rule through how ``robot.add_vine`` bui
   holds 1/m, the inertia matrix and its inverse;
 - heading [rad]: the straight vine and its base spring's rest orientation turn with it about the
   base (z): d(position)/d(heading) = z x position, d(q)/d(heading) = (z/2, 0) q;
-- moment_curve: dL/d(the samples' moments) [1/(N m)] of each vine's springs, for stiffness models
-  given as a sampled curve (the wrinkling model, an MLP): their parameters follow by the chain rule
-  through the curve (``stiffness``).
+- moment_curve (and moment_curve_angles): dL/d(the samples' moments) [1/(N m)] (and angles [1/rad])
+  of each vine's springs, for stiffness models given as a sampled curve; their parameters follow by
+  the chain rule through the curve: ``mlp_weight_gradient`` (an MLP's weights,
+  ``stiffness.MlpMoment.weight_jacobian``). The wrinkling model's pressure is not there yet: its
+  chain rule disagreed with central differences of rollouts (4.5x), which is not understood.
 """
 
 import numpy as np
@@ -109,7 +111,8 @@ def vine_gradients(batch, steps, dt, pose_adjoint, *, pose_adjoint_at=None):
     parameters = {"stiffness": model.spring_stiffness, "damping": model.spring_damping,
                   "rest_rotation": model.spring_rest_rotation, "rate": "prismatic_rate",
                   "inv_mass": model.body_inv_mass, "inertia": model.body_inertia,
-                  "inv_inertia": model.body_inv_inertia, "moments": model.spring_curve_moment}
+                  "inv_inertia": model.body_inv_inertia, "moments": model.spring_curve_moment,
+                  "angles": model.spring_curve_angle}
     start, grads = rollout_gradient(solver, records, dt, adjoint_end, parameters,
                                     adjoint_after_step=after_step if pose_adjoint_at is not None else None)
     inv_mass = model.body_inv_mass.numpy().astype(np.float64)
@@ -134,7 +137,22 @@ def vine_gradients(batch, steps, dt, pose_adjoint, *, pose_adjoint_at=None):
             out["heading"] = float((start["body_q"][bodies] * _turn_about_z(start_q[bodies])).sum()
                                    + grads["rest_rotation"][base] @ _turn_quaternions(rest[base:base + 1])[0])
         if np.any(counts[springs] > 0):
-            out["moment_curve"] = np.stack([grads["moments"][curve_start[k]:curve_start[k] + counts[k]]
-                                            for k in range(springs.start, springs.stop)])
+            for key, name in (("moment_curve", "moments"), ("moment_curve_angles", "angles")):
+                out[key] = np.stack([grads[name][curve_start[k]:curve_start[k] + counts[k]]
+                                     for k in range(springs.start, springs.stop)])
         result.append(out)
     return result
+
+
+def mlp_weight_gradient(gradients, mlp, angles):
+    """dL/d(MLP weights) (3 H,) in the order of ``MlpMoment.as_vector``, from a ``vine_gradients`` entry of
+    a vine whose pins follow ``mlp`` sampled at ``angles`` (``robot.mlp_moment_curve``: the angles do
+    not depend on the weights). The springs' stiffness K is the curve's steepest segment slope
+    (``add_angular_spring``), the floor of their tangent stiffness, so its gradient adds through
+    that segment."""
+    jacobian = mlp.weight_jacobian(angles)
+    moments = mlp(angles)
+    slopes = np.diff(moments) / np.diff(angles)
+    j = int(np.argmax(slopes))
+    steepest = (jacobian[j + 1] - jacobian[j]) / (angles[j + 1] - angles[j])
+    return gradients["moment_curve"].sum(axis=0) @ jacobian + gradients["stiffness"] * steepest

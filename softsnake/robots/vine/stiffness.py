@@ -351,6 +351,20 @@ class MlpMoment:
         units = 0.5 * (1.0 / np.cosh(plus) ** 2 + 1.0 / np.cosh(minus) ** 2)
         return _result(self.moment_scale * (units @ (np.abs(self.output_weight) * np.abs(self.hidden_weight))))
 
+    def weight_jacobian(self, theta):
+        """dM/d(weights) at angles ``theta`` (n,) [rad]: (n, 3 H) [N m per weight], in the order of
+        ``as_vector`` (w, b, a). The weights enter through their magnitudes |w| and |a|, so these
+        derivatives carry their signs."""
+        theta, plus, minus = self._units(theta)
+        theta = np.atleast_1d(theta)
+        plus, minus = np.atleast_2d(plus), np.atleast_2d(minus)
+        s, a, w = self.moment_scale, self.output_weight, self.hidden_weight
+        sech_plus, sech_minus = 1.0 / np.cosh(plus) ** 2, 1.0 / np.cosh(minus) ** 2
+        d_w = s * np.abs(a) * 0.5 * (sech_plus + sech_minus) * theta[:, None] * np.sign(w)
+        d_b = s * np.abs(a) * 0.5 * (sech_plus - sech_minus)
+        d_a = s * np.sign(a) * 0.5 * (np.tanh(plus) + np.tanh(minus))
+        return np.concatenate([d_w, d_b, d_a], axis=1)
+
     def as_vector(self):
         """The weights as one (3 H,) vector ``[w, b, a]`` (the scale is not in it)."""
         return np.concatenate([self.hidden_weight, self.hidden_bias, self.output_weight])
