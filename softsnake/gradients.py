@@ -332,6 +332,39 @@ class _JacobianPattern:
             self.colors.append((equations, rows, cols))
 
 
+class _ReplayedBackward:
+    """The backward pass of a recorded tape as recorded adjoint launches, replayed for many seeds.
+
+    ``wp.Tape.backward`` launches every adjoint kernel from Python, which on the CPU costs more than
+    the kernels themselves (tens of microseconds per argument-rich launch): a step's Jacobian takes a
+    few dozen backward passes over the same launches. Recording them once (``record_cmd=True``) and
+    replaying the records runs the same adjoint kernels on the same arrays, as ``Tape.backward`` would.
+    """
+
+    def __init__(self, tape):
+        self.tape = tape
+        self.commands = []
+        for launch in reversed(tape.launches):
+            kernel, dim, max_blocks, inputs, outputs, device, block_dim = launch[:7]
+            self.commands.append(wp.launch(
+                kernel, dim, inputs=inputs, outputs=outputs, adj_inputs=[tape.get_adjoint(a) for a in inputs],
+                adj_outputs=[tape.get_adjoint(a) for a in outputs], device=device, adjoint=True, max_blocks=max_blocks,
+                block_dim=block_dim, record_cmd=True))
+        self.gradients = list(tape.gradients.values())
+
+    def backward(self, seeds):
+        """Run the backward pass from the seeds {output array: its adjoint (NumPy)}; gradients accumulate."""
+        for array, values in seeds.items():
+            array.grad.assign(values.astype(np.float32))
+        for command in self.commands:
+            command.launch()
+
+    def zero(self):
+        """Zero every gradient the backward pass touches."""
+        for grad in self.gradients:
+            grad.zero_()
+
+
 def _split(vector, dofs):
     """A vector over (degrees of freedom, rows) as the two arrays G1 and G2 hold (at least one entry each)."""
     first, second = vector[:dofs], vector[dofs:]
@@ -436,18 +469,19 @@ def rollout_gradient(solver, records, dt, adjoint_end, parameters=None, adjoint_
         u.grad.zero_()
         # The step's equations and their Jacobian: one backward per colour of the pattern.
         g_tape, G1, G2 = eq.equations(u, lam, predicted, start)
+        g_back = _ReplayedBackward(g_tape)
+        g_back.zero()
         values, rows, cols = [], [], []
         for equations, eq_rows, eq_cols in pattern.colors:
             seed = np.zeros(pattern.size)
             seed[equations] = 1.0
             seed_dofs, seed_rows = _split(seed, n_dofs)
-            g_tape.backward(grads={G1: wp.array(seed_dofs.astype(np.float32), device=d),
-                                   G2: wp.array(seed_rows.astype(np.float32), device=d)})
+            g_back.backward({G1: seed_dofs, G2: seed_rows})
             grad = np.concatenate([u.grad.numpy()[:n_dofs], lam.grad.numpy()[:m.row_count]]).astype(np.float64)
             values.append(grad[eq_cols])
             rows.append(eq_rows)
             cols.append(eq_cols)
-            g_tape.zero()
+            g_back.zero()
         jacobian = scipy.sparse.csr_matrix((np.concatenate(values), (np.concatenate(rows), np.concatenate(cols))),
                                            shape=(pattern.size, pattern.size))
         y_bar = np.concatenate([u_bar[:n_dofs], np.zeros(m.row_count)])
@@ -455,14 +489,13 @@ def rollout_gradient(solver, records, dt, adjoint_end, parameters=None, adjoint_
         for unknowns in eq.world_unknowns:
             mu[unknowns] = _solve_transposed(jacobian[unknowns][:, unknowns], y_bar[unknowns])
         mu_dofs, mu_rows = _split(mu, n_dofs)
-        g_tape.backward(grads={G1: wp.array(mu_dofs.astype(np.float32), device=d),
-                               G2: wp.array(mu_rows.astype(np.float32), device=d)})
+        g_back.backward({G1: mu_dofs, G2: mu_rows})
         for name in ("particle_q", "body_q"):
             pred_bar[name] -= predicted[name].grad.numpy().astype(np.float64)
         start_bar = {name: -start[name].grad.numpy().astype(np.float64) if start[name].grad is not None
                      else np.zeros(shapes[name]) for name in STATE_ARRAYS}
         _accumulate(grads, parameters, -1.0)
-        g_tape.zero()
+        g_back.zero()
         for array in parameters.values():
             array.grad.zero_()
         for name in STATE_ARRAYS:
