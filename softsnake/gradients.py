@@ -66,6 +66,7 @@ CONTACT_ARRAYS = ("contact_active", "contact_anchor", "contact_normal", "contact
 """The solver's arrays of a substep's detected contacts, which the rows act on."""
 
 CONTROL_ARRAYS = ("pressure", "joint_target", "prismatic_rate")
+"""The Control's arrays, recorded per step (a controller may change them between steps)."""
 
 
 @dataclasses.dataclass
@@ -133,13 +134,12 @@ class _StepEquations:
         rows = [np.arange(a, b) for a, b in zip(m.row_world_start[:-1], m.row_world_start[1:])]
         self.world_unknowns = [np.concatenate([p, b, self.dofs + r]) for p, b, r in zip(particle_dofs, body_dofs, rows)]
 
-    # -- arrays
-    def _set_step(self, record):
-        """The step's control."""
+    def set_control(self, record):
+        """Put the step's recorded control into the Control the equations read."""
         for name, values in record.control.items():
             getattr(self.control, name).assign(values)
 
-    def predict(self, record, want_grad=False):
+    def predict(self, record):
         """x~, v~ from the step's start; returns (tape, inputs {name: array}, outputs {name: array})."""
         m, d = self.model, self.model.device
         inputs = {name: _grad_array(record.start[name], getattr(self.state, name).dtype, d) for name in STATE_ARRAYS}
@@ -454,7 +454,7 @@ def rollout_gradient(solver, records, dt, adjoint_end, parameters=None, adjoint_
         extra = adjoint_after_step(k) if adjoint_after_step is not None else None
         for name, values in (extra or {}).items():
             adj[name] = adj[name] + np.asarray(values, dtype=np.float64).reshape(shapes[name])
-        eq._set_step(record)
+        eq.set_control(record)
         pred_tape, start, predicted = eq.predict(record)
         u_values = eq.offsets(record, predicted)
         u = _grad_array(u_values.astype(np.float32), float, d)
