@@ -133,6 +133,12 @@ class _StepEquations:
         body_dofs = [3 * P + np.arange(6 * a, 6 * b) for a, b in zip(m.body_world_start[:-1], m.body_world_start[1:])]
         rows = [np.arange(a, b) for a, b in zip(m.row_world_start[:-1], m.row_world_start[1:])]
         self.world_unknowns = [np.concatenate([p, b, self.dofs + r]) for p, b, r in zip(particle_dofs, body_dofs, rows)]
+        is_contact = np.zeros(max(m.row_count, 1), dtype=np.int32)
+        if m.contact_slot_count:
+            first = m.contact_slot_row.numpy().astype(np.int64)
+            for k in range(2 if m.planar_axis >= 0 else 3):
+                is_contact[first + k] = 1
+        self.row_is_contact = wp.array(is_contact, dtype=int, device=m.device)
 
     def set_control(self, record):
         """Put the step's recorded control into the Control the equations read."""
@@ -242,7 +248,7 @@ class _StepEquations:
                         s.J_values, self.J_rows, m.J_columns, displacement, lam], outputs=[J_d, JT_lam])
                     wp.launch(adjoint.row_equations, m.row_count, device=d, inputs=[
                         s.row_c, s.row_compliance, s.row_coupling, m.row_block_start, s.row_damping, s.row_residual_scale,
-                        J_d, lam],
+                        self.row_is_contact, J_d, lam],
                         outputs=[G2])
                 wp.launch(adjoint.momentum_equations, s.entity_count, device=d, inputs=[
                     u, JT_lam, m.particle_count, m.particle_inv_mass, m.body_inv_mass, s.body_inv_inertia_world],

@@ -110,18 +110,33 @@ def row_equations(
     row_block_start: wp.array(dtype=int),
     row_damping: wp.array(dtype=float),
     row_residual_scale: wp.array(dtype=float),
+    row_is_contact: wp.array(dtype=int),
     J_displacement: wp.array(dtype=float),
     lam: wp.array(dtype=float),
     G2: wp.array(dtype=float),
 ):
-    """G2 = s (c + gamma J (x - x_n) + alpha lambda) (tetrahedra: alpha is the 3x3 block of their normal
-    rows), s the row's residual scale: 1, or d phi/d a of a contact row, whose c + alpha lambda is
-    phi / (d phi/d a). The scale makes G2 the complementarity function phi itself, which is smooth;
-    the quotient is not where d phi/d a -> 0 (a contact slot within the margin but apart), and its
-    derivative there would be dominated by what the solve left of phi."""
+    """Each row's equation r = c + gamma J (x - x_n) + alpha lambda = 0 (tetrahedra: alpha is the 3x3
+    block of their normal rows), in the form whose derivatives are those of the physics:
+
+    * compliant rows (alpha > 0): r / alpha, the force balance (c + gamma J d) / alpha + lambda. A
+      spring on a sampled curve writes c = M / k and alpha = 1 / (k h^2) with its tangent stiffness k
+      (floored at a fraction of its steepest slope), so r itself is the force balance divided by k; at
+      the not quite exact point a solve ends on, the derivative of that 1 / k times what the solve
+      left of r is not small where k is (a floored spring: 80x the true derivative, measured);
+    * contact rows: s r, s the row's residual scale (d phi/d a), which makes it the complementarity
+      function phi itself (c + alpha lambda is phi / (d phi/d a), not smooth where d phi/d a -> 0);
+    * rigid rows (alpha = 0): r.
+    Any of these forms has the same root; they differ in the derivatives away from it."""
     i = nonnegative(wp.tid())
-    G2[i] = row_residual_scale[i] * (row_c[i] + row_damping[i] * J_displacement[i] + block_coupled(
-        lam, i, nonnegative(row_block_start[i]), row_compliance[i], row_coupling[i]))
+    alpha = row_compliance[i]
+    r = row_c[i] + row_damping[i] * J_displacement[i] + block_coupled(
+        lam, i, nonnegative(row_block_start[i]), alpha, row_coupling[i])
+    if row_is_contact[i] != 0:
+        G2[i] = row_residual_scale[i] * r
+    elif alpha > 0.0:
+        G2[i] = r / alpha
+    else:
+        G2[i] = r
 
 
 @wp.kernel

@@ -17,11 +17,11 @@ each vine (``VineParams``), by the chain rule through how ``robot.add_vine`` bui
   of each vine's springs, for stiffness models given as a sampled curve; their parameters follow by
   the chain rule through the curve: ``mlp_weight_gradient`` (an MLP's weights,
   ``stiffness.MlpMoment.weight_jacobian``). The wrinkling model's pressure is not there yet: its
-  chain rule disagreed with central differences of rollouts (4.5x). The row kernel's derivatives
-  with respect to the samples are right (checked against central differences, 1e-3), but near the
-  onset the samples lie 1e-3 rad apart, so a row's derivative with respect to one sample reaches 1e5
-  (its tangent stiffness is a difference quotient of two samples) while the pressure's effect is a
-  smooth shift of all of them, 1e-6 per Pa: the likely cause is cancellation in float32.
+  chain rule disagrees with central differences of rollouts (8x on the test vine). The row kernel's
+  derivatives with respect to the samples are right (checked against central differences, 1e-3);
+  one cause was found and removed (springs whose tangent stiffness sits on its floor: the adjoint now
+  takes compliant rows in their force form, ``kernels.adjoint.row_equations``), the rest is not
+  understood.
 """
 
 import numpy as np
