@@ -36,8 +36,11 @@ import scipy.sparse
 import scipy.sparse.linalg
 import warp as wp
 
+from .constraints import CONTACT_SLOT
 from .errors import ConfigError, SimulationError
 from .kernels import adjoint, integration
+from .layout import entity_columns
+from .residuals import row_kinds
 
 
 def tape_rows(solver, state, control, h, constraint_types=None):
@@ -134,11 +137,12 @@ class _StepEquations:
         rows = [np.arange(a, b) for a, b in zip(m.row_world_start[:-1], m.row_world_start[1:])]
         self.world_unknowns = [np.concatenate([p, b, self.dofs + r]) for p, b, r in zip(particle_dofs, body_dofs, rows)]
         is_contact = np.zeros(max(m.row_count, 1), dtype=np.int32)
-        if m.contact_slot_count:
-            first = m.contact_slot_row.numpy().astype(np.int64)
-            for k in range(2 if m.planar_axis >= 0 else 3):
-                is_contact[first + k] = 1
+        is_contact[:m.row_count] = row_kinds(m) > 0  # contact normal and friction rows
         self.row_is_contact = wp.array(is_contact, dtype=int, device=m.device)
+
+    def zeros(self, n, dtype):
+        """A zeroed array of n entries (at least one) that gradients reach."""
+        return wp.zeros(max(n, 1), dtype=dtype, device=self.model.device, requires_grad=True)
 
     def set_control(self, record):
         """Put the step's recorded control into the Control the equations read."""
@@ -149,10 +153,10 @@ class _StepEquations:
         """x~, v~ from the step's start; returns (tape, inputs {name: array}, outputs {name: array})."""
         m, d = self.model, self.model.device
         inputs = {name: _grad_array(record.start[name], getattr(self.state, name).dtype, d) for name in STATE_ARRAYS}
-        outputs = {"particle_q": wp.zeros(max(m.particle_count, 1), dtype=wp.vec3, device=d, requires_grad=True),
-                   "particle_qd": wp.zeros(max(m.particle_count, 1), dtype=wp.vec3, device=d, requires_grad=True),
-                   "body_q": wp.zeros(max(m.body_count, 1), dtype=wp.transform, device=d, requires_grad=True),
-                   "body_qd": wp.zeros(max(m.body_count, 1), dtype=wp.spatial_vector, device=d, requires_grad=True)}
+        outputs = {"particle_q": self.zeros(m.particle_count, wp.vec3),
+                   "particle_qd": self.zeros(m.particle_count, wp.vec3),
+                   "body_q": self.zeros(m.body_count, wp.transform),
+                   "body_qd": self.zeros(m.body_count, wp.spatial_vector)}
         forces = {name: wp.array(values, dtype=getattr(self.state, name).dtype, device=d)
                   for name, values in record.forces.items()}
         tape = wp.Tape()
@@ -182,8 +186,8 @@ class _StepEquations:
     def positions(self, u, predicted):
         """x = x~ (+) u into fresh arrays (launched on the caller's tape)."""
         m, d = self.model, self.model.device
-        x_p = wp.zeros(max(m.particle_count, 1), dtype=wp.vec3, device=d, requires_grad=True)
-        x_b = wp.zeros(max(m.body_count, 1), dtype=wp.transform, device=d, requires_grad=True)
+        x_p = self.zeros(m.particle_count, wp.vec3)
+        x_b = self.zeros(m.body_count, wp.transform)
         wp.launch(integration.positions_from_prediction, self.solver.entity_count, device=d, inputs=[
             u, m.particle_count, predicted["particle_q"], predicted["body_q"]], outputs=[x_p, x_b])
         return x_p, x_b
@@ -194,8 +198,8 @@ class _StepEquations:
         tape = wp.Tape()
         with tape:
             x_p, x_b = self.positions(u, predicted)
-            v_p = wp.zeros(max(m.particle_count, 1), dtype=wp.vec3, device=d, requires_grad=True)
-            v_b = wp.zeros(max(m.body_count, 1), dtype=wp.spatial_vector, device=d, requires_grad=True)
+            v_p = self.zeros(m.particle_count, wp.vec3)
+            v_b = self.zeros(m.body_count, wp.spatial_vector)
             wp.launch(adjoint.velocities_from_offsets, self.solver.entity_count, device=d, inputs=[
                 u, m.particle_count, predicted["particle_qd"], predicted["body_qd"], 1.0 / self.h], outputs=[v_p, v_b])
         return tape, {"particle_q": x_p, "body_q": x_b, "particle_qd": v_p, "body_qd": v_b}
@@ -219,12 +223,12 @@ class _StepEquations:
             for name in ("body_inv_inertia_world", "row_c", "J_values", "row_compliance", "row_damping", "row_coupling"):
                 setattr(s, name, wp.zeros_like(saved[name], requires_grad=True))
             s.row_residual_scale = wp.clone(saved["row_residual_scale"], requires_grad=True)
-            displacement = wp.zeros(max(self.dofs, 1), dtype=float, device=d, requires_grad=True)
+            displacement = self.zeros(self.dofs, float)
             unused = wp.zeros_like(displacement, requires_grad=True)
-            J_d = wp.zeros(max(m.row_count, 1), dtype=float, device=d, requires_grad=True)
-            JT_lam = wp.zeros(max(self.dofs, 1), dtype=float, device=d, requires_grad=True)
-            G1 = wp.zeros(max(self.dofs, 1), dtype=float, device=d, requires_grad=True)
-            G2 = wp.zeros(max(m.row_count, 1), dtype=float, device=d, requires_grad=True)
+            J_d = self.zeros(m.row_count, float)
+            JT_lam = self.zeros(self.dofs, float)
+            G1 = self.zeros(self.dofs, float)
+            G2 = self.zeros(m.row_count, float)
             with tape:
                 # Contact detection at the prediction, as the step did: the contacts' normals, surface
                 # points and start points move with x~ and x_n.
@@ -283,7 +287,8 @@ class _JacobianPattern:
             return dof // 3 if dof < 3 * P else P + (dof - 3 * P) // 6
 
         def entity_dofs(e):
-            return range(3 * e, 3 * e + 3) if e < P else range(3 * P + 6 * (e - P), 3 * P + 6 * (e - P) + 6)
+            start, width = entity_columns(e, P)
+            return range(int(start), int(start + width))
 
         group = {r: {r} for r in range(m.row_count)}
         # A row outside a block is its own block start; a block's three rows name its first.
@@ -293,7 +298,7 @@ class _JacobianPattern:
             if block[r] != r or r in block_starts:
                 group[r] = set(range(int(block[r]), int(block[r]) + 3))
         if m.contact_slot_count:
-            per_slot = 2 if m.planar_axis >= 0 else 3
+            per_slot = CONTACT_SLOT.rows_per_item(m.planar_axis >= 0)
             for first in m.contact_slot_row.numpy():
                 rows = set(range(int(first), int(first) + per_slot))
                 for r in rows:

@@ -42,6 +42,7 @@ import dataclasses
 import numpy as np
 
 from . import newton
+from .constraints import CONTACT_SLOT
 from .linear_solve import inverse_mass_transpose_command
 
 KINDS = ("momentum", "compliant", "normal", "friction")
@@ -79,7 +80,7 @@ def row_kinds(model):
     kind = np.zeros(model.row_count, dtype=np.int64)
     if model.contact_slot_count:
         first = model.contact_slot_row.numpy().astype(np.int64)
-        rows_per_slot = 2 if model.planar_axis >= 0 else 3
+        rows_per_slot = CONTACT_SLOT.rows_per_item(model.planar_axis >= 0)
         kind[first] = 1
         for k in range(1, rows_per_slot):
             kind[first + k] = 2

@@ -14,7 +14,7 @@ import numpy as np
 from scipy.optimize import minimize
 
 from .gradients import vine_gradients
-from .simulation import VineBatch, VineSpec
+from .simulation import VineBatch, VineSpec, tips_of
 
 SOLVER_OPTIONS = {"newton_iterations": 30, "linear_iterations": 60}
 """The fit's solver budget (the engine's tolerances stop it earlier): the gradient is that of the
@@ -37,15 +37,15 @@ def wall_tip_error_and_gradient(scene, reference, vine, names):
     video_x = reference.video_points[:, -1, 0]
     d = float(batch.half_length[0])
     tips = np.full(len(frames), np.nan)
-    first = batch.poses()[0, -1]
-    tips[frames == 0] = first[0] + d * math.cos(first[2])
+    tips[frames == 0] = tips_of(batch.poses(), batch.half_length)[0, 0]
 
     def adjoint_at(k, step_poses):
         where = np.flatnonzero(frames == k + 1)
         if not len(where):
             return None
         last = step_poses[0, -1]
-        tips[where] = last[0] + d * math.cos(last[2])
+        tips[where] = tips_of(step_poses, batch.half_length)[0, 0]
+        # d(tip x) = d(x_last) - d sin(angle_last) d(angle_last)
         weight = 2.0 * (tips[where[0]] - video_x[where[0]]) / len(frames) * len(where)
         adjoint = np.zeros((1, batch.body_count, 3))
         adjoint[0, -1, 0] = weight
