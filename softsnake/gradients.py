@@ -17,9 +17,10 @@ a closed-form adjoint where Warp's own is unstable (the tetrahedron's polar rota
 ``tetrahedron.adj_polar_rotation``). tests/test_row_gradients.py checks every constraint type's
 rows against central differences, tests/test_rollout_gradients.py whole rollouts.
 
-What this does not do yet (issue 14): dG/dy is assembled per world from one tape backward per
-unknown of a world and solved densely, so it suits small worlds (a few hundred unknowns; the
-engine's own Schur-complement solver as a preconditioner is the way to large ones); one substep
+What this does not do yet (issue 14): dG/dy is assembled from one replayed tape backward per colour
+of its sparsity pattern (26 for a vine of any length) and solved by a sparse LU on the host, so a
+step's adjoint costs several forward steps (a Krylov solve preconditioned by the engine's own Schur
+operator, on the device, is the way to large worlds and to the GPU); one substep
 per step; and the gradient is that of the implicit step G = 0, which the engine's converged step
 meets up to its momentum lag (``Solver.residual_norms``): exact for particles and for bodies that
 do not turn much within a step, 10-30 % off for a sphere rolling at dt = 1/60 s; and contacts at

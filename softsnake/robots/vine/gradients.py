@@ -16,12 +16,12 @@ each vine (``VineParams``), by the chain rule through how ``robot.add_vine`` bui
 - moment_curve (and moment_curve_angles): dL/d(the samples' moments) [1/(N m)] (and angles [1/rad])
   of each vine's springs, for stiffness models given as a sampled curve; their parameters follow by
   the chain rule through the curve: ``mlp_weight_gradient`` (an MLP's weights,
-  ``stiffness.MlpMoment.weight_jacobian``). The wrinkling model's pressure is not there yet: its
-  chain rule disagrees with central differences of rollouts (8x on the test vine). The row kernel's
-  derivatives with respect to the samples are right (checked against central differences, 1e-3);
-  one cause was found and removed (springs whose tangent stiffness sits on its floor: the adjoint now
-  takes compliant rows in their force form, ``kernels.adjoint.row_equations``), the rest is not
-  understood.
+  ``stiffness.MlpMoment.weight_jacobian``), ``wrinkling_pressure_gradient`` (the wrinkling model's
+  pressure, whose curve moves its samples' moments, its onset sample's angle and the springs' K).
+  Central differences of rollouts check both (tests/robots/vine/test_vine_gradients.py) where the
+  rollout is a smooth function of the parameter; a vine whose pins bend far into the wrinkled
+  curve's flat part at low pressure is not: its loss jumps between pressures 0.5 % apart (measured
+  at 300 and 2000 Pa on the test vine), and no derivative exists to check.
 """
 
 import numpy as np
@@ -29,6 +29,7 @@ import numpy as np
 from softsnake.errors import ConfigError
 from softsnake.gradients import record_rollout, rollout_gradient
 
+from .robot import wrinkling_moment_curve
 from .simulation import poses_of
 
 PARAMETERS = ("stiffness", "damping", "growth_rate", "body_mass", "body_inertia", "heading")
@@ -65,7 +66,7 @@ def pose_adjoint_to_body_q(pose_adjoint, body_q):
     return out
 
 
-def vine_gradients(batch, steps, dt, pose_adjoint, *, pose_adjoint_at=None):
+def vine_gradients(batch, steps, dt, pose_adjoint, *, pose_adjoint_at=None, growth_rates=None):
     """Step ``batch`` (a VineBatch) ``steps`` times by ``dt`` [s] and return the gradient of a loss of its
     poses with respect to each vine's parameters.
 
@@ -73,6 +74,9 @@ def vine_gradients(batch, steps, dt, pose_adjoint, *, pose_adjoint_at=None):
         only, given the final poses (V, B, 3) (``VineBatch.poses``: body centre x, y and angle)
     pose_adjoint_at(k, poses): optional, the same for the poses after step k (k = 0 .. steps - 1; a
         loss over a whole trajectory), or None where the loss does not look
+    growth_rates: optional (steps, V) total growth rate of every vine during each step [m/s] (a video's
+        length schedule); default: the batch's rates throughout. "growth_rate" is then the derivative
+        with respect to a rate added to every step's.
     Returns a list (one dict per vine) of {parameter: dL/d(parameter)} for ``PARAMETERS``, and
     "moment_curve" (dL/d(moments of the vine's curve samples), per pin) where the vine's springs
     follow a sampled curve. "heading" is only given for vines that started straight (a vine started
@@ -99,9 +103,21 @@ def vine_gradients(batch, steps, dt, pose_adjoint, *, pose_adjoint_at=None):
         scene[:, :3] += offsets
         return poses_of(scene.reshape(V, B, 7))
 
-    records = record_rollout(solver, batch.state, batch.control, dt, steps)
+    schedule = None
+    if growth_rates is not None:
+        schedule = np.asarray(growth_rates, dtype=float)
+        if schedule.shape != (steps, V):
+            raise ConfigError(f"growth_rates must have shape (steps, vines) = ({steps}, {V}), got {schedule.shape}")
+
+    def before_step(k, control):
+        batch.set_growth_rate(schedule[k])
+        batch.extension += dt * batch._rates(dt)
+
+    records = record_rollout(solver, batch.state, batch.control, dt, steps,
+                             before_step=before_step if schedule is not None else None)
     batch.time += steps * dt
-    batch.extension += steps * dt * batch._rates(dt)
+    if schedule is None:
+        batch.extension += steps * dt * batch._rates(dt)
     end_q = batch.state.body_q.numpy().astype(np.float64)
     adjoint_end = {"body_q": body_q_adjoint(pose_adjoint(batch.poses()), end_q)}
 
@@ -160,3 +176,30 @@ def mlp_weight_gradient(gradients, mlp, angles):
     j = int(np.argmax(slopes))
     steepest = (jacobian[j + 1] - jacobian[j]) / (angles[j + 1] - angles[j])
     return gradients["moment_curve"].sum(axis=0) @ jacobian + gradients["stiffness"] * steepest
+
+
+def curve_parameter_gradient(gradients, curve_of, value, *, relative_step=1e-4):
+    """dL/d(a scalar parameter of a sampled moment curve), from a ``vine_gradients`` entry of a vine whose
+    pins follow ``curve_of(value)`` (angles, moments): the chain rule through the samples' moments and
+    angles and the springs' K (the curve's steepest segment slope, ``add_angular_spring``), with the
+    curve's derivative taken by central differences of the closed-form curve (not of a rollout) at a
+    step of ``relative_step`` of the value. ConfigError if the step changes the number of samples."""
+    step = relative_step * abs(value)
+    up, down = curve_of(value + step), curve_of(value - step)
+    if len(up[0]) != len(down[0]) or len(up[0]) != gradients["moment_curve"].shape[1]:
+        raise ConfigError("the moment curve's samples change in number around this value: no derivative")
+
+    def steepest(curve):
+        return float(np.max(np.diff(curve[1]) / np.diff(curve[0])))
+
+    d_moments = (np.asarray(up[1]) - np.asarray(down[1])) / (2.0 * step)
+    d_angles = (np.asarray(up[0]) - np.asarray(down[0])) / (2.0 * step)
+    d_stiffness = (steepest(up) - steepest(down)) / (2.0 * step)
+    return float(gradients["moment_curve"].sum(axis=0) @ d_moments
+                 + gradients["moment_curve_angles"].sum(axis=0) @ d_angles + gradients["stiffness"] * d_stiffness)
+
+
+def wrinkling_pressure_gradient(gradients, vine):
+    """dL/d(pressure) [1/Pa] of a vine (VineParams, stiffness_model "wrinkling") from its
+    ``vine_gradients`` entry (``curve_parameter_gradient`` through ``robot.wrinkling_moment_curve``)."""
+    return curve_parameter_gradient(gradients, lambda p: wrinkling_moment_curve(p, vine.tube_radius), vine.pressure)
