@@ -26,7 +26,7 @@ from softsnake.cli.common import experiment_output_folder
 from softsnake.output_files import replaced_when_complete, write_dict_csv
 from softsnake.plotting import new_figure, save, styled
 from softsnake.robots.vine import video as vv
-from softsnake.robots.vine.plots import draw_obstacles
+from softsnake.robots.vine.plots import draw_video_snapshot
 from softsnake.robots.vine.reference import chen_video_ids, load_chen_video
 from softsnake.robots.vine.scene import VineParams
 
@@ -61,21 +61,9 @@ def plot_rollouts(videos, rollouts, path):
     columns = len(SNAPSHOT_FRACTIONS)
     figure, axes_grid = new_figure(2.7 * columns, 2.5 * len(videos), len(videos), columns, squeeze=False)
     for row, video, result in zip(axes_grid, videos, rollouts):
-        points = np.concatenate([np.concatenate(video.skeletons), np.array([[w.start, w.end] for w in video.walls])
-                                .reshape(-1, 2)])
-        low, high = points.min(axis=0) - 0.05, points.max(axis=0) + 0.05
         for axes, fraction in zip(row, SNAPSHOT_FRACTIONS):
             frame = int(round(fraction * (video.frame_count - 1)))
-            draw_obstacles(axes, video.walls)
-            observed = video.backbone(frame)
-            axes.plot(observed[:, 0], observed[:, 1], ".", color="black", markersize=1.5, label="video skeleton")
-            simulated = result.backbones[frame]
-            axes.plot(simulated[:, 0], simulated[:, 1], "-", color="tab:orange", linewidth=1.2, label="rollout backbone")
-            axes.plot(*simulated[-1], "o", color="tab:orange", markersize=3)
-            axes.set_xlim(low[0], high[0])
-            axes.set_ylim(low[1], high[1])
-            axes.set_aspect("equal")
-            axes.set_title(f"video {video.number}, t = {video.times[frame]:.1f} s", fontsize=8)
+            draw_video_snapshot(axes, video, frame, [(result.backbones[frame], "tab:orange", "rollout backbone")])
     axes_grid[0, 0].legend(loc="lower left", fontsize=6)
     save(figure, path, dpi=70)
 

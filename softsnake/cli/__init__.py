@@ -24,6 +24,7 @@ COMMANDS = {
     "bench": ("softsnake.cli.bench", "time per frame for links and snakes (Table II)"),
     "vine": ("softsnake.cli.vine", "grow vine robots through a scene (USD, CSV, PNG, GIF)"),
     "plan": ("softsnake.cli.plan", "obstacle-interaction plans for a vine scene"),
+    "fit": ("softsnake.cli.fit", "fit a vine stiffness model to the real videos with gradients (seed 003)"),
 }
 
 

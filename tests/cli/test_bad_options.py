@@ -17,6 +17,7 @@ import warp as wp
 import softsnake.finalize
 from softsnake.builder import ModelBuilder
 from softsnake.cli import main
+from softsnake.robots.vine.reference import reference_available
 
 CUDA = wp.is_cuda_available()
 
@@ -58,8 +59,9 @@ def refused(capfd, argv, *, mentions):
     return lines[0]
 
 
+VIDEOS = reference_available()
 OUT_COMMANDS = [["gait"], ["curvature"], ["step-response"], ["bench"], ["vine", "jitosho_wall"],
-                ["plan", "planner_navigation"]]
+                ["plan", "planner_navigation"]] + ([["fit", "linear"]] if VIDEOS else [])
 
 
 @pytest.mark.skipif(not Path("/proc/self").exists(), reason="needs Linux's /proc, where no folder can be made")
@@ -116,7 +118,13 @@ CASES = [
     (["vine", "no_such_scene"], "no_such_scene"),
     (["plan", "no_such_scene"], "no_such_scene"),
     (["plan", "jitosho_wall"], "[plan]"),
-]
+] + ([
+    (["fit", "linear", "--evaluations", "0"], "--evaluations"),
+    (["fit", "linear", "--train", "2,x"], "--train"),
+    (["fit", "linear", "--test", "99"], "no video 99"),
+    (["fit", "linear", "--train", ""], "--train"),
+    (["fit", "mlp", "--start", "no_such_fit.json"], "--start"),
+] if VIDEOS else [])
 
 
 @pytest.mark.parametrize("argv, mentions", CASES, ids=[" ".join(case[0]) for case in CASES])

@@ -116,3 +116,47 @@ def rollout_loss(simulated, observed, *, samples=SHAPE_SAMPLES):
     video's first frame), ``observed[t]`` the video's; the mean over frames of the mean squared distance
     of their arc-length-resampled points."""
     return _mean_squared_distance(simulated, observed, samples)
+
+
+def resampled_squared_distance(points, target, *, samples=SHAPE_SAMPLES):
+    """Mean squared distance between the polyline ``points`` (n, 2) resampled to ``samples`` points evenly
+    in arc length and ``target`` (samples, 2) (an observed backbone already resampled) [m^2], and its
+    gradient with respect to ``points`` (n, 2) [1/m].
+
+    The resampled point i lies at arc length s_i = f_i L (f_i = i / (samples - 1), L the length) on
+    segment k: Q_i = P_k + t_i (P_{k+1} - P_k), t_i = (s_i - a_k) / l_k, with a_k the arc length before
+    segment k and l_k its length. Then dQ_i = (1 - t_i) dP_k + t_i dP_{k+1} + e_k (f_i dL - da_k - t_i
+    dl_k), e_k the segment's unit vector, and dl_m = e_m . (dP_{m+1} - dP_m): the points move along
+    their segment as the lengths before them change. Exact where no resampled point sits on a joint of
+    the polyline (the function is continuous there, its derivative one-sided). Zero-length segments
+    hold no resampled point and contribute nothing.
+    """
+    points = np.asarray(points, dtype=float)
+    target = np.asarray(target, dtype=float)
+    chords = np.diff(points, axis=0)
+    lengths = np.linalg.norm(chords, axis=1)
+    arc = np.concatenate([[0.0], np.cumsum(lengths)])
+    if arc[-1] <= 0.0:
+        raise ConfigError("a backbone of zero length has no arc-length resampling to differentiate")
+    fractions = np.linspace(0.0, 1.0, samples)
+    s = fractions * arc[-1]
+    k = np.clip(np.searchsorted(arc, s, side="right") - 1, 0, len(lengths) - 1)
+    while np.any(lengths[k] <= 0.0):  # a point on a zero-length segment: take the next segment
+        k = np.where(lengths[k] <= 0.0, np.minimum(k + 1, len(lengths) - 1), k)
+    safe = np.where(lengths > 0.0, lengths, 1.0)
+    units = chords / safe[:, None]
+    t = np.clip((s - arc[k]) / safe[k], 0.0, 1.0)
+    resampled = points[k] + t[:, None] * chords[k]
+    offsets = resampled - target
+    loss = float(np.mean(np.sum(offsets ** 2, axis=1)))
+    g = 2.0 * offsets / samples  # dL/dQ_i
+    grad = np.zeros_like(points)
+    np.add.at(grad, k, (1.0 - t)[:, None] * g)
+    np.add.at(grad, k + 1, t[:, None] * g)
+    along = np.sum(g * units[k], axis=1)  # g_i . e_k
+    segment = np.arange(len(lengths))
+    weights = fractions[:, None] - (segment[None, :] < k[:, None]) - t[:, None] * (segment[None, :] == k[:, None])
+    length_adjoint = along @ weights  # dL/dl_m
+    grad[1:] += length_adjoint[:, None] * units
+    grad[:-1] -= length_adjoint[:, None] * units
+    return loss, grad

@@ -45,6 +45,25 @@ def draw_obstacles(axes, obstacles):
                       linewidth=2)
 
 
+def draw_video_snapshot(axes, video, frame, simulated, *, margin=0.05):
+    """One frame of a real video (``video.VineVideo``) on ``axes``: its walls, its skeleton as black dots,
+    and the simulated backbones ``simulated`` over it, a list of (backbone (n, 2) [m], colour, label), at
+    a fixed view of the whole video (every frame's skeleton and the walls, plus ``margin`` [m])."""
+    points = np.concatenate([np.concatenate(video.skeletons),
+                             np.array([[w.start, w.end] for w in video.walls]).reshape(-1, 2)])
+    low, high = points.min(axis=0) - margin, points.max(axis=0) + margin
+    draw_obstacles(axes, video.walls)
+    observed = video.backbone(frame)
+    axes.plot(observed[:, 0], observed[:, 1], ".", color="black", markersize=1.5, label="video skeleton")
+    for backbone, colour, label in simulated:
+        axes.plot(backbone[:, 0], backbone[:, 1], "-", color=colour, linewidth=1.1, label=label)
+        axes.plot(*backbone[-1], "o", color=colour, markersize=2.5)
+    axes.set_xlim(low[0], high[0])
+    axes.set_ylim(low[1], high[1])
+    axes.set_aspect("equal")
+    axes.set_title(f"video {video.number}, t = {video.times[frame]:.1f} s", fontsize=8)
+
+
 def _arrow(axes, x, y, heading, length, **style):
     axes.annotate("", xy=(x + length * math.cos(heading), y + length * math.sin(heading)), xytext=(x, y),
                   arrowprops=dict(arrowstyle="->", **style))

@@ -273,6 +273,23 @@ def pin_points(poses, half_length):
     return ends[..., :2] + d * sign[:, None] * direction
 
 
+def pin_points_adjoint(points_adjoint, poses, half_length):
+    """dL/d(poses) (B, 3) of one vine from dL/d(its ``pin_points``) (links + 1, 2), at poses (B, 3)
+    [m, rad] and body half-length [m]: each backbone point is an end body's centre plus or minus
+    ``half_length`` along its axis, so it moves with that body's centre and turns with its angle."""
+    poses = np.asarray(poses, dtype=float)
+    points_adjoint = np.asarray(points_adjoint, dtype=float)
+    ends = [*range(0, poses.shape[0], 2), poses.shape[0] - 1]
+    sign = np.ones(len(ends))
+    sign[:-1] = -1.0
+    angles = poses[ends, 2]
+    turn = half_length * sign[:, None] * np.stack([-np.sin(angles), np.cos(angles)], axis=-1)
+    adjoint = np.zeros_like(poses)
+    np.add.at(adjoint[:, :2], ends, points_adjoint)
+    np.add.at(adjoint[:, 2], ends, np.sum(points_adjoint * turn, axis=1))
+    return adjoint
+
+
 def write_tips_csv(path, times, headings, tips, lengths):
     """Tip paths as CSV (one row per recorded time and vine), written atomically."""
     frames, vines = tips.shape[:2]

@@ -287,6 +287,14 @@ class VineVideo:
         """(T - 1,) growth rate over every frame interval from the length schedule [m/s], >= 0."""
         return np.diff(self.lengths) / self.frame_interval
 
+    def clip(self, frames):
+        """The video's first ``frames`` frames (>= 2), a VineVideo (its heading and scale unchanged)."""
+        frames = positive_integer("frames", frames)
+        if not 2 <= frames <= self.frame_count:
+            raise ConfigError(f"video {self.number} has {self.frame_count} frames: a clip takes 2 to that many, got {frames}")
+        return replace(self, skeletons=self.skeletons[:frames], raw_lengths=self.raw_lengths[:frames],
+                       lengths=self.lengths[:frames])
+
     def backbone(self, frame):
         """The robot's backbone at ``frame``: the base (origin), then the skeleton points [m], (n + 1, 2)."""
         return np.concatenate([np.zeros((1, 2)), self.skeletons[frame]])

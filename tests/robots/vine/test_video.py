@@ -13,6 +13,7 @@ from softsnake.robots.vine import reference as ref
 from softsnake.robots.vine import video as vv
 from softsnake.robots.vine.robot import vine_world
 from softsnake.robots.vine.scene import ObstacleWall, VineParams
+from synthetic_videos import straight_video
 
 
 needs_data = pytest.mark.skipif(not ref.reference_available(), reason="vine reference data not present")
@@ -73,7 +74,7 @@ def test_poses_along_pins_build_a_valid_vine():
 
 
 # ------------------------------------------------------------------------------------------ estimators
-def test_wall_clearance_and_base_gap_on_a_synthetic_video():
+def test_wall_clearance_and_base_gap_on_astraight_video():
     """A skeleton 10 px beside a wall, starting 12 px past the base, whose last 20 px bend into the wall:
     the clearance leaves the tip out (10 px); the base gap is 12 px."""
     x = np.arange(12.0, 120.0)
@@ -107,19 +108,8 @@ def test_errors_of_known_shapes():
     assert vv.shape_error(_straight(length, phi), video) == pytest.approx(length * math.sin(phi / 2), rel=1e-12)
 
 
-def _synthetic_video(frames=12, speed=0.04, heading=0.0, walls=()):
-    """A straight robot growing at ``speed`` along ``heading``, skeleton from a 12 mm base gap (metres)."""
-    interval = vv.FRAME_INTERVAL
-    lengths = 0.1 + speed * interval * np.arange(frames)
-    direction = np.array([math.cos(heading), math.sin(heading)])
-    skeletons = tuple(np.linspace(0.012, length, 40)[:, None] * direction for length in lengths)
-    return vv.VineVideo(number=0, skeletons=skeletons, walls=tuple(walls), base_marker=np.array([[-0.05, 0], [0, 0]]),
-                        frame_interval=interval, pixels_per_metre=vv.PIXELS_PER_METRE, heading=heading,
-                        raw_lengths=lengths.copy(), lengths=lengths.copy())
-
-
 def test_video_errors_summary_in_metres_and_diameters():
-    video = _synthetic_video(frames=4)
+    video = straight_video(frames=4)
     shifted = [b + [0.0, 0.01 * (t + 1)] for t, b in enumerate(video.backbones())]
     errors = vv.video_errors(shifted, video)
     np.testing.assert_allclose(errors.tip, [0.01, 0.02, 0.03, 0.04], rtol=1e-12)
@@ -145,7 +135,7 @@ def test_losses_are_mean_squared_distances():
 def test_straight_synthetic_video_is_followed():
     """A straight robot growing along 0.4 rad with no wall: the default vine, grown at the video's length
     schedule, stays on it (shape and tip errors below 0.1 mm) and reaches its final length (0.1 %)."""
-    video = _synthetic_video(heading=0.4)
+    video = straight_video(heading=0.4)
     (result,) = vv.rollout_videos([video], link_count=8)
     assert result.backbones.shape == (video.frame_count, 9, 2)
     errors = vv.video_errors(result.backbones, video)
@@ -157,7 +147,7 @@ def test_straight_synthetic_video_is_followed():
 
 
 def test_video_scene_and_steps_per_frame():
-    video = _synthetic_video(walls=[ObstacleWall((0.3, -0.2), (0.3, 0.2))])
+    video = straight_video(walls=[ObstacleWall((0.3, -0.2), (0.3, 0.2))])
     scene = vv.video_scene(video, link_count=10)
     assert scene.vine.tube_radius == D / 2 and scene.vine.length == pytest.approx(0.1)
     assert 4 * scene.vine.body_half_length * 10 == pytest.approx(vv.BODY_FILL * 0.1, rel=1e-12)
@@ -243,7 +233,7 @@ def test_rollout_videos_takes_one_moment_curve_or_one_per_video():
     from softsnake.robots.vine.stiffness import MlpMoment
 
     curve = mlp_moment_curve(MlpMoment([2.0, 0.5], [0.0, 1.0], [0.02, 0.01]))
-    videos = [_synthetic_video(frames=4), _synthetic_video(frames=5, heading=-0.3)]
+    videos = [straight_video(frames=4), straight_video(frames=5, heading=-0.3)]
     for curves in (curve, [curve, curve]):
         results = vv.rollout_videos(videos, moment_curves=curves, link_count=6)
         assert [len(r.backbones) for r in results] == [4, 5]

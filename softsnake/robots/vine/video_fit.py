@@ -1,0 +1,387 @@
+"""Fitting vine stiffness models to Chen et al.'s real videos (seed 003 sec. IV-C), with gradients
+through the engine.
+
+Models (:class:`VideoModel`, seed 003's three): every model fits the body mass m, the body inertia I
+and the pin damping C (seed 003 also fits the growth rate u; here the growth follows each video's
+length schedule, which the video measures directly), and its stiffness:
+
+* "linear": the pins' stiffness K (seed 000);
+* "wrinkling": the tube's pressure P, which sets the wrinkling moment of seed 003 eqs. 1-2 (its
+  criterion eps_crit(P) from the paper's cubic fit, the tube radius from the video);
+* "mlp": the 3 H weights of seed 003's two-layer MLP of H = 10 tanh units (``stiffness.MlpMoment``,
+  odd and monotone by construction), at a fixed moment scale ``MLP_MOMENT_SCALE``.
+
+Positive parameters are fitted in their logarithms (within ``LOG_BOUNDS``), the MLP's weights as
+they are. The fit is L-BFGS-B (SciPy) on the training videos' mean loss; every evaluation is one
+batched rollout of all training videos and its gradient (``vine_gradients``: the adjoint of each
+converged step).
+
+Losses (``backbones``: both backbones resampled to 50 points evenly in arc length, mean squared
+distance of corresponding points [m^2]):
+
+* "rollout": one rollout per video from its first frame, the loss averaged over the video's frames,
+  then over the videos; what a user who predicts the robot needs;
+* "one_step": seed 003's, from the video's state at every ``ONE_STEP_STRIDE``-th frame (positions
+  and backward-difference velocities, ``video.video_state``) one frame interval ahead, averaged over
+  all those predictions of all training videos.
+
+Numerical settings (``FIT_LINKS``, ``FIT_DT``, ``SOLVER_OPTIONS``): 10 links and steps of 1/30 s
+(three per video frame) keep a gradient of all training videos within minutes on a CPU; the solves
+run to convergence, since the gradient is that of the converged step. The fitted parameters belong
+to these settings; ``experiments/fit_real_videos.py`` re-evaluates them at the papers' 1/90 s.
+"""
+
+import dataclasses
+import math
+import time
+
+import numpy as np
+from scipy.optimize import minimize
+
+from softsnake.errors import ConfigError, ModelError, SimulationError
+
+from .backbones import SHAPE_SAMPLES, resample_polyline, resampled_squared_distance, video_errors
+from .fitting import SOLVER_OPTIONS as CONVERGED_OPTIONS
+from .gradients import mlp_weight_gradient, vine_gradients, wrinkling_pressure_gradient
+from .robot import mlp_moment_curve
+from .scene import VineParams
+from .simulation import VineBatch, VineSpec, pin_points, pin_points_adjoint
+from .stiffness import MlpMoment
+from .video import rollout_videos, steps_per_frame, video_state, video_vine
+
+SOLVER_OPTIONS = {**CONVERGED_OPTIONS, "energy_floor": 1e-3}
+"""The fit's solver settings: converged solves (``fitting.SOLVER_OPTIONS``; the gradient is that of the
+converged step), and the blow-up check's kinetic energy floor raised from 1e-6 J to 1e-3 J. The videos'
+growth stalls for a few frames at times (their length schedules); a vine pressed against a wall then
+comes to rest and, when growth resumes, slips off with the strain energy it held: video 3 at the
+initial linear model goes from 1.7e-6 J to 2.7e-4 J in one step of 1/30 s, identically at 30 x 60 and
+100 x 200 iterations (physics, not a diverging solve), which the default floor flags as a blow-up. A
+diverging solve still passes 1e-3 J within steps (a vine's kinetic energy while growing is 1e-5 to
+5e-4 J), and the speed limits hold."""
+
+MODELS = ("linear", "mlp", "wrinkling")
+"""Stiffness models a video fit accepts."""
+
+LOSSES = ("rollout", "one_step")
+"""Losses a video fit accepts (module docstring)."""
+
+FIT_LINKS = 10
+"""Links of the fitted vines [-]."""
+
+FIT_DT = 1.0 / 30.0
+"""Time step of the fit's rollouts [s] (three per video frame of 0.1 s)."""
+
+ONE_STEP_STRIDE = 5
+"""The one-step loss starts from every this many frames of each video [-]."""
+
+MLP_MOMENT_SCALE = 0.05
+"""Moment of a unit MLP output [N m]: the order of the linear model's moment at 1 rad (K about 0.03-0.1
+N m/rad on the videos)."""
+
+START = {"linear": {"body_mass": 0.002, "body_inertia": 5e-5, "damping": 1e-4, "stiffness": 0.03},
+         "mlp": {"body_mass": 0.002, "body_inertia": 5e-5, "damping": 1e-4},
+         "wrinkling": {"body_mass": 0.002, "body_inertia": 5e-3, "damping": 1e-2, "pressure": 6894.757}}
+"""Initial values of each model's fit [SI]: VineParams' mass and stiffness, an inertia and damping ten
+times VineParams' for the linear and MLP pins (sqrt(K / I) 24 rad/s; the MLP's initial slope is about
+the linear K), and for the wrinkling model 1 psi (its moment then holds 0.41 N m from its onset at 1.1
+degrees on the 67 mm tube, an elastic slope of 21 N m/rad) with a hundred times more inertia and damping
+(sqrt(K / I) 65 rad/s, C / I the same 2/s): at up to 5e-4 kg m^2 its bodies are flung off (tip errors of
+metres, at 1/30 and at 1/90 s), and at 5e-3 kg m^2 the linear pins are too slow (video 3: tip error
+371 mm against 39 mm at 5e-5)."""
+
+LOG_BOUNDS = {"body_mass": (1e-4, 1.0), "body_inertia": (1e-7, 1e-1), "damping": (1e-7, 1.0),
+              "stiffness": (1e-5, 10.0), "pressure": (10.0, 1e5)}
+"""Bounds of the positive parameters [SI]."""
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class VideoModel:
+    """A stiffness model with its fitted values (module docstring).
+
+    kind: "linear", "mlp" or "wrinkling"
+    values: {name: value} of the positive parameters [SI]: body_mass, body_inertia, damping, and
+        stiffness (linear) or pressure (wrinkling)
+    mlp: the MlpMoment of an "mlp" model, else None
+    """
+
+    kind: str
+    values: dict
+    mlp: MlpMoment = None
+
+    def __post_init__(self):
+        if self.kind not in MODELS:
+            raise ConfigError(f"the stiffness model must be one of {', '.join(MODELS)}, got {self.kind!r}")
+        missing = set(self.positive_names()) - set(self.values)
+        if missing:
+            raise ConfigError(f"a {self.kind} model needs values for {', '.join(sorted(missing))}")
+        if (self.kind == "mlp") != (self.mlp is not None):
+            raise ConfigError("an MLP weight set goes with the 'mlp' model, and with it only")
+
+    @classmethod
+    def initial(cls, kind, *, seed=0):
+        """The model ``kind`` at the fit's initial values (``START``; the MLP's weights Xavier-random from
+        ``seed``, its scale ``MLP_MOMENT_SCALE``)."""
+        model = cls.__new__(cls)
+        object.__setattr__(model, "kind", kind)
+        values = {name: START[kind][name] for name in model.positive_names()}
+        mlp = MlpMoment.random(seed, moment_scale=MLP_MOMENT_SCALE) if kind == "mlp" else None
+        return cls(kind, values, mlp)
+
+    def positive_names(self):
+        """Names of the positive parameters, in the order of the fitted vector."""
+        stiffness = {"linear": ("stiffness",), "wrinkling": ("pressure",), "mlp": ()}[self.kind]
+        return ("body_mass", "body_inertia", "damping", *stiffness)
+
+    def vector(self):
+        """The fitted vector: log of each positive parameter, then the MLP's weights."""
+        logs = np.log([self.values[n] for n in self.positive_names()])
+        return logs if self.mlp is None else np.concatenate([logs, self.mlp.as_vector()])
+
+    def with_vector(self, x):
+        """The model at the fitted vector ``x``."""
+        names = self.positive_names()
+        values = {n: float(math.exp(v)) for n, v in zip(names, x)}
+        mlp = None if self.mlp is None else MlpMoment.from_vector(np.asarray(x[len(names):]), self.mlp.moment_scale)
+        return VideoModel(self.kind, values, mlp)
+
+    def bounds(self):
+        """L-BFGS-B bounds of the fitted vector."""
+        logs = [tuple(np.log(LOG_BOUNDS[n])) for n in self.positive_names()]
+        return logs + ([(None, None)] * (3 * self.mlp.hidden_units) if self.mlp is not None else [])
+
+    def vine(self, video, link_count=FIT_LINKS):
+        """The VineParams of this model grown in ``video`` (``video.video_vine``)."""
+        values = {n: v for n, v in self.values.items()}
+        vine = VineParams(stiffness_model="wrinkling" if self.kind == "wrinkling" else "linear", **values)
+        return video_vine(video, vine, link_count=link_count)
+
+    def moment_curve(self):
+        """(angles, moments) of an MLP model's pins, else None (the vine's own stiffness model)."""
+        return None if self.mlp is None else mlp_moment_curve(self.mlp)
+
+    def vector_gradient(self, gradients, vine):
+        """dL/d(fitted vector) from a ``vine_gradients`` entry of a vine of this model (``vine``, its
+        VineParams)."""
+        values = dict(self.values)
+        logs = []
+        for name in self.positive_names():
+            if name == "pressure":
+                derivative = wrinkling_pressure_gradient(gradients, vine)
+            else:
+                derivative = gradients[name]
+            logs.append(derivative * values[name])  # d/d(log p) = p d/dp
+        if self.mlp is None:
+            return np.asarray(logs)
+        angles, _ = self.moment_curve()
+        return np.concatenate([logs, mlp_weight_gradient(gradients, self.mlp, angles)])
+
+    def describe(self):
+        """One line with the values (SI units)."""
+        parts = [f"{n} {self.values[n]:.4g}" for n in self.positive_names()]
+        if self.mlp is not None:
+            parts.append(f"MLP of {self.mlp.hidden_units} units")
+        return f"{self.kind}: " + ", ".join(parts)
+
+
+def _targets(video, frames):
+    return [resample_polyline(video.backbone(f), SHAPE_SAMPLES) for f in frames]
+
+
+def _growth_schedule(videos, per_frame, steps):
+    """(steps, V) growth rate of each video's vine during each step [m/s]: its length schedule's rate over
+    the frame interval the step lies in, 0 after the video's last frame."""
+    schedule = np.zeros((steps, len(videos)))
+    for v, video in enumerate(videos):
+        rates = video.frame_growth_rates()
+        frame = np.arange(steps) // per_frame[v]
+        inside = frame < len(rates)
+        schedule[inside, v] = rates[frame[inside]]
+    return schedule
+
+
+def rollout_loss_and_gradient(model, videos, *, link_count=FIT_LINKS, dt=FIT_DT, solver_options=None):
+    """The rollout loss of ``model`` on ``videos`` (mean over videos of ``backbones.rollout_loss``) [m^2],
+    its gradient with respect to ``model.vector()``, and the loss per video (V,), from one batch."""
+    videos = list(videos)
+    curve = model.moment_curve()
+    vines = [model.vine(video, link_count) for video in videos]
+    batch = VineBatch([VineSpec(vine, video.walls, moment_curve=curve) for vine, video in zip(vines, videos)],
+                      solver_options=SOLVER_OPTIONS if solver_options is None else solver_options)
+    per_frame = np.array([steps_per_frame(video, dt) for video in videos])
+    frames = np.array([video.frame_count for video in videos])
+    steps = int(np.max((frames - 1) * per_frame))
+    targets = [_targets(video, range(video.frame_count)) for video in videos]
+    V = len(videos)
+    losses = np.array([resampled_squared_distance(pin_points(p, d), t[0])[0] / n
+                       for p, d, t, n in zip(batch.poses(), batch.half_length, targets, frames)])
+
+    def adjoint_at(k, poses):
+        done = k + 1
+        looking = np.flatnonzero((done % per_frame == 0) & (done // per_frame < frames))
+        if not len(looking):
+            return None
+        adjoint = np.zeros((V, batch.body_count, 3))
+        for v in looking:
+            loss, gradient = resampled_squared_distance(pin_points(poses[v], batch.half_length[v]),
+                                                        targets[v][done // per_frame[v]])
+            losses[v] += loss / frames[v]
+            adjoint[v] = pin_points_adjoint(gradient, poses[v], batch.half_length[v]) / (frames[v] * V)
+        return adjoint
+
+    gradients = vine_gradients(batch, steps, dt, lambda poses: np.zeros((V, batch.body_count, 3)),
+                               pose_adjoint_at=adjoint_at, growth_rates=_growth_schedule(videos, per_frame, steps))
+    total = sum(model.vector_gradient(g, vine) for g, vine in zip(gradients, vines))
+    return float(losses.mean()), total, losses
+
+
+def one_step_worlds(model, videos, *, stride=ONE_STEP_STRIDE, link_count=FIT_LINKS):
+    """The one-step loss's worlds: (VineSpecs, their vines, (video index, start frame) per world). A start
+    frame whose backbone is too short for the vine's bodies is left out (``video.one_step_predictions``)."""
+    curve = model.moment_curve()
+    specs, vines, origins = [], [], []
+    for v, video in enumerate(videos):
+        vine = model.vine(video, link_count)
+        for start in range(0, video.frame_count - 1, stride):
+            try:
+                poses, rates = video_state(video, start, vine, velocities=True)
+            except ModelError:
+                continue
+            specs.append(VineSpec(vine, video.walls, initial_poses=poses, initial_velocities=rates, moment_curve=curve))
+            vines.append(vine)
+            origins.append((v, start))
+    if not specs:
+        raise ConfigError("no frame of these videos gives a start state the vine's bodies fit in")
+    return specs, vines, origins
+
+
+def one_step_loss_and_gradient(model, videos, *, stride=ONE_STEP_STRIDE, link_count=FIT_LINKS, dt=FIT_DT,
+                               solver_options=None):
+    """Seed 003's one-step loss of ``model`` on ``videos`` (module docstring) [m^2], its gradient with
+    respect to ``model.vector()``, and the loss per video (V,), from one batch of every start state."""
+    videos = list(videos)
+    specs, vines, origins = one_step_worlds(model, videos, stride=stride, link_count=link_count)
+    per_frame = {steps_per_frame(video, dt) for video in videos}
+    if len(per_frame) != 1:
+        raise ConfigError("the one-step loss needs one frame interval for all videos")
+    steps = per_frame.pop()
+    batch = VineBatch(specs, solver_options=SOLVER_OPTIONS if solver_options is None else solver_options)
+    rates = np.array([videos[v].frame_growth_rates()[start] for v, start in origins])
+    targets = [resample_polyline(videos[v].backbone(start + 1), SHAPE_SAMPLES) for v, start in origins]
+    W = len(specs)
+    world_losses = np.zeros(W)
+
+    def final_adjoint(poses):
+        adjoint = np.zeros((W, batch.body_count, 3))
+        for w in range(W):
+            loss, gradient = resampled_squared_distance(pin_points(poses[w], batch.half_length[w]), targets[w])
+            world_losses[w] = loss
+            adjoint[w] = pin_points_adjoint(gradient, poses[w], batch.half_length[w]) / W
+        return adjoint
+
+    gradients = vine_gradients(batch, steps, dt, final_adjoint, growth_rates=np.tile(rates, (steps, 1)))
+    total = sum(model.vector_gradient(g, vine) for g, vine in zip(gradients, vines))
+    per_video = np.array([world_losses[[w for w, (v, _) in enumerate(origins) if v == index]].mean()
+                          for index in range(len(videos))])
+    return float(world_losses.mean()), total, per_video
+
+
+LOSS_FUNCTIONS = {"rollout": rollout_loss_and_gradient, "one_step": one_step_loss_and_gradient}
+
+
+@dataclasses.dataclass
+class VideoFit:
+    """A fit's result: the fitted model, the loss [m^2] at every evaluation, the wall time [s], and why it
+    stopped (SciPy's message)."""
+
+    model: VideoModel
+    losses: list
+    seconds: float
+    message: str
+
+    @property
+    def evaluations(self):
+        """Rollouts with their gradient the fit took [-]."""
+        return len(self.losses)
+
+
+def fit_videos(kind, videos, *, loss="rollout", max_evaluations=30, start=None, link_count=FIT_LINKS, dt=FIT_DT,
+               solver_options=None, progress=None):
+    """Fit the stiffness model ``kind`` to ``videos`` by L-BFGS-B on ``loss`` ("rollout" or "one_step").
+
+    start: the VideoModel to start from (default ``VideoModel.initial(kind)``)
+    max_evaluations: most loss-and-gradient evaluations (each a batched rollout of the videos)
+    progress: optional callable(evaluation, loss [m^2], model), called after every evaluation
+    An evaluation whose rollout blows up (SimulationError) or whose MLP curve saturates (ModelError)
+    counts as a loss 100 times the best so far, so the line search steps back. Returns a VideoFit
+    holding the model of the lowest loss met.
+    """
+    if loss not in LOSS_FUNCTIONS:
+        raise ConfigError(f"the loss must be one of {', '.join(LOSSES)}, got {loss!r}")
+    videos = list(videos)
+    if not videos:
+        raise ConfigError("a fit needs at least one video")
+    model = VideoModel.initial(kind) if start is None else start
+    if model.kind != kind:
+        raise ConfigError(f"the start model is {model.kind!r}, the fit is of {kind!r}")
+    function = LOSS_FUNCTIONS[loss]
+    clock = time.perf_counter()
+    losses, best = [], [math.inf, model]
+    scale = []
+
+    def objective(x):
+        trial = model.with_vector(x)
+        try:
+            value, gradient, _ = function(trial, videos, link_count=link_count, dt=dt, solver_options=solver_options)
+        except (SimulationError, ModelError):
+            value, gradient = 100.0 * best[0] if math.isfinite(best[0]) else math.inf, np.zeros(len(x))
+        else:
+            if value < best[0]:
+                best[:] = [value, trial]
+        losses.append(value)
+        if progress is not None:
+            progress(len(losses), value, trial)
+        if not scale:
+            scale.append(1.0 / value if math.isfinite(value) and value > 0.0 else 1.0)
+        return scale[0] * value, scale[0] * gradient  # the first loss scaled to 1: L-BFGS-B's tolerances are absolute
+
+    result = minimize(objective, model.vector(), jac=True, method="L-BFGS-B", bounds=model.bounds(),
+                      options={"maxfun": max_evaluations})
+    return VideoFit(model=best[1], losses=losses, seconds=time.perf_counter() - clock, message=str(result.message))
+
+
+def evaluate(model, videos, *, link_count=FIT_LINKS, dt=FIT_DT, solver_options=None):
+    """``model`` rolled out on every video (one batch): per video a dict of its tip and shape errors
+    (``backbones.VideoErrors.summary``: mean and max, in m and tube diameters) and its rollout loss
+    [m^2]; and the VideoRollouts."""
+    videos = list(videos)
+    vines = [model.vine(video, link_count) for video in videos]
+    rollouts = rollout_videos(videos, vines, moment_curves=model.moment_curve(), link_count=link_count, dt=dt,
+                              solver_options=SOLVER_OPTIONS if solver_options is None else solver_options)
+    rows = []
+    for video, rollout in zip(videos, rollouts):
+        errors = video_errors(list(rollout.backbones), video)
+        row = {"video": video.number, **errors.summary()}
+        row["rollout_loss_m2"] = float(np.mean([resampled_squared_distance(b, t)[0] for b, t in
+                                                zip(rollout.backbones, _targets(video, range(video.frame_count)))]))
+        rows.append(row)
+    return rows, rollouts
+
+
+def model_to_dict(model):
+    """A VideoModel as plain JSON data (SI units)."""
+    data = {"kind": model.kind, "values": dict(model.values)}
+    if model.mlp is not None:
+        data["mlp_weights"] = model.mlp.as_vector().tolist()
+        data["mlp_moment_scale"] = model.mlp.moment_scale
+    return data
+
+
+def model_from_dict(data):
+    """The VideoModel of ``model_to_dict``'s data; ConfigError names what is missing or wrong."""
+    try:
+        mlp = None
+        if "mlp_weights" in data:
+            mlp = MlpMoment.from_vector(np.asarray(data["mlp_weights"], dtype=float), float(data["mlp_moment_scale"]))
+        return VideoModel(data["kind"], {k: float(v) for k, v in data["values"].items()}, mlp)
+    except (KeyError, TypeError, AttributeError) as exc:
+        raise ConfigError(f"not a fitted vine model (kind, values, and MLP weights for 'mlp'): missing {exc}") from None
