@@ -1,13 +1,13 @@
-"""``softsnake fit MODEL [--loss rollout|one_step] [--train 2,3,5] [--test 1,4,6] [--start FIT.json] [--evaluations N] [--out DIR]``.
+"""``softsnake fit MODEL [--loss rollout|one_step] [--train 2,3,5] [--test 1,4,6] [--start FIT.json] [--optimizer adam|lbfgs] [--evaluations N] [--out DIR]``.
 
 Fits a vine stiffness model (linear, mlp or wrinkling: softsnake.robots.vine.video_fit) to Chen et
-al.'s real videos (seed 003; shared/reference/vine/chen_real_video) by L-BFGS-B with gradients
+al.'s real videos (seed 003; shared/reference/vine/chen_real_video) by Adam or L-BFGS-B with gradients
 through the engine, on the training videos, then rolls the fitted model out on the training and
 the test videos (by default a fixed split: trained on videos 2, 3 and 5, tested on 1, 4 and 6).
 Prints the loss after every evaluation. Writes to DIR:
 
-- ``fit_<model>_<loss>.json``: the fitted model (SI units), the loss at every evaluation [m^2],
-  the wall time, the settings (links, dt, videos), and the errors per video;
+- ``fit_<model>_<loss>.json``: the fitted model (SI units), the loss [m^2] and the model at every
+  evaluation, the wall time, the settings (links, dt, videos), and the errors per video;
 - ``fit_<model>_<loss>_errors.csv``: per video (train or test): tip and shape errors, mean and
   max, in mm and in tube diameters (67 mm), and the rollout loss [mm^2].
 
@@ -17,6 +17,7 @@ bad option, a missing video folder or an unusable output folder.
 """
 
 import json
+import math
 import time
 from pathlib import Path
 
@@ -35,8 +36,10 @@ def add_arguments(parser):
                              "(default rollout)")
     parser.add_argument("--train", default="2,3,5", metavar="K,K,...", help="training videos (default 2,3,5)")
     parser.add_argument("--test", default="1,4,6", metavar="K,K,...", help="test videos (default 1,4,6; '' for none)")
-    parser.add_argument("--evaluations", type=int, default=20, metavar="N",
-                        help="most loss-and-gradient evaluations of the fit (default 20)")
+    parser.add_argument("--optimizer", choices=("adam", "lbfgs"), default="adam",
+                        help="adam (seed 003's choice; robust on rough losses) or lbfgs (L-BFGS-B) (default adam)")
+    parser.add_argument("--evaluations", type=int, default=40, metavar="N",
+                        help="most loss-and-gradient evaluations of the fit (default 40)")
     parser.add_argument("--start", default=None, metavar="FIT.json",
                         help="start from the model of an earlier fit's JSON file (default: the model's initial values)")
     parser.add_argument("--out", default=".", metavar="DIR", help="output folder (default: current folder)")
@@ -96,7 +99,7 @@ def run(args):
     out = make_output_folder(args.out)
     stem = f"fit_{args.model}_{args.loss}"
     train_videos, test_videos = load_videos(train), load_videos(test)
-    settings = {"start": args.start, "links": video_fit.FIT_LINKS, "dt_s": video_fit.FIT_DT, "loss": args.loss, "train": train,
+    settings = {"start": args.start, "optimizer": args.optimizer, "evaluations": args.evaluations, "links": video_fit.FIT_LINKS, "dt_s": video_fit.FIT_DT, "loss": args.loss, "train": train,
                 "test": test, "one_step_stride": video_fit.ONE_STEP_STRIDE}
     best = {}
 
@@ -109,7 +112,7 @@ def run(args):
           f"evaluations)", flush=True)
     try:
         fit = video_fit.fit_videos(args.model, train_videos, loss=args.loss, max_evaluations=args.evaluations,
-                                   start=start, progress=progress)
+                                   optimizer=args.optimizer, start=start, progress=progress)
     except KeyboardInterrupt:
         if "model" in best:
             partial = out / f"{stem}.partial.json"
@@ -121,7 +124,10 @@ def run(args):
     rows = error_rows(video_fit.evaluate(fit.model, train_videos)[0], "train")
     if test_videos:
         rows += error_rows(video_fit.evaluate(fit.model, test_videos)[0], "test")
-    document = {"model": video_fit.model_to_dict(fit.model), "losses_m2": fit.losses, "fit_seconds": fit.seconds,
+    # A failed evaluation (a blow-up) has no loss: null in the file.
+    losses = [loss if math.isfinite(loss) else None for loss in fit.losses]
+    document = {"model": video_fit.model_to_dict(fit.model), "losses_m2": losses,
+                "models": [video_fit.model_to_dict(m) for m in fit.models], "fit_seconds": fit.seconds,
                 "evaluations": fit.evaluations, "message": fit.message, "settings": settings,
                 "evaluation_seconds": time.perf_counter() - clock, "errors": rows}
     _write_json(out / f"{stem}.json", document)

@@ -12,9 +12,12 @@ length schedule, which the video measures directly), and its stiffness:
   odd and monotone by construction), at a fixed moment scale ``MLP_MOMENT_SCALE``.
 
 Positive parameters are fitted in their logarithms (within ``LOG_BOUNDS``), the MLP's weights as
-they are. The fit is L-BFGS-B (SciPy) on the training videos' mean loss; every evaluation is one
-batched rollout of all training videos and its gradient (``vine_gradients``: the adjoint of each
-converged step).
+they are. The fit is Adam (seed 003 uses AdamW) or L-BFGS-B (SciPy) on the training videos' mean
+loss; every evaluation is one batched rollout of all training videos and its gradient
+(``vine_gradients``: the adjoint of each converged step). Rollouts along walls make the loss rough
+(a vine slips past a wall's end or not; the wrinkling curve's flat part): L-BFGS-B's line searches
+stalled there (the wrinkling rollout fit did not leave its start in 10 evaluations), Adam's fixed
+steps do not.
 
 Losses (``backbones``: both backbones resampled to 50 points evenly in arc length, mean squared
 distance of corresponding points [m^2]):
@@ -88,6 +91,12 @@ degrees on the 67 mm tube, an elastic slope of 21 N m/rad) with a hundred times 
 (sqrt(K / I) 65 rad/s, C / I the same 2/s): at up to 5e-4 kg m^2 its bodies are flung off (tip errors of
 metres, at 1/30 and at 1/90 s), and at 5e-3 kg m^2 the linear pins are too slow (video 3: tip error
 371 mm against 39 mm at 5e-5)."""
+
+FIRST_STEP = 0.5
+"""Length of an L-BFGS-B fit's first step in the fitted vector (logs: a factor e^0.5 = 1.65 at most).
+L-BFGS-B starts a bounded problem with the raw negative gradient as its step, so the objective is
+scaled by FIRST_STEP / |its first gradient| (its minimiser unchanged): unscaled, the steps were a few
+per cent and 20 evaluations moved the rollout fit by 2 % of its loss."""
 
 LOG_BOUNDS = {"body_mass": (1e-4, 1.0), "body_inertia": (1e-7, 1e-1), "damping": (1e-7, 1.0),
               "stiffness": (1e-5, 10.0), "pressure": (10.0, 1e5)}
@@ -290,11 +299,12 @@ LOSS_FUNCTIONS = {"rollout": rollout_loss_and_gradient, "one_step": one_step_los
 
 @dataclasses.dataclass
 class VideoFit:
-    """A fit's result: the fitted model, the loss [m^2] at every evaluation, the wall time [s], and why it
-    stopped (SciPy's message)."""
+    """A fit's result: the fitted model, the loss [m^2] and the model at every evaluation, the wall time
+    [s], and how it ended (the optimiser's message)."""
 
     model: VideoModel
     losses: list
+    models: list
     seconds: float
     message: str
 
@@ -304,19 +314,56 @@ class VideoFit:
         return len(self.losses)
 
 
-def fit_videos(kind, videos, *, loss="rollout", max_evaluations=30, start=None, link_count=FIT_LINKS, dt=FIT_DT,
-               solver_options=None, progress=None):
-    """Fit the stiffness model ``kind`` to ``videos`` by L-BFGS-B on ``loss`` ("rollout" or "one_step").
+OPTIMIZERS = ("adam", "lbfgs")
+"""Optimisers of ``fit_videos``."""
 
+ADAM_RATE = 0.1
+"""Adam's step per coordinate of the fitted vector [-]: about 10 % of a positive parameter per iteration."""
+
+
+def _adam(evaluate_at, x0, bounds, iterations, rate):
+    """Adam (Kingma and Ba; seed 003 fits with AdamW, here without weight decay: every parameter is
+    physical) on the fitted vector within ``bounds``. ``evaluate_at(x)`` gives (loss, gradient), or None
+    where the rollout failed: then the step is taken back to the best point and the rate halved.
+    Returns a message."""
+    lower = np.array([-np.inf if low is None else low for low, _ in bounds])
+    upper = np.array([np.inf if high is None else high for _, high in bounds])
+    x, best_x, best = np.array(x0, dtype=float), np.array(x0, dtype=float), math.inf
+    first, second = np.zeros_like(x), np.zeros_like(x)
+    beta1, beta2, eps = 0.9, 0.999, 1e-12
+    for t in range(1, iterations + 1):
+        result = evaluate_at(x)
+        if result is None:
+            x, rate = best_x.copy(), 0.5 * rate
+            continue
+        value, gradient = result
+        if value < best:
+            best, best_x = value, x.copy()
+        first = beta1 * first + (1.0 - beta1) * gradient
+        second = beta2 * second + (1.0 - beta2) * gradient ** 2
+        step = (first / (1.0 - beta1 ** t)) / (np.sqrt(second / (1.0 - beta2 ** t)) + eps * np.abs(gradient).max() + 1e-300)
+        x = np.clip(x - rate * step, lower, upper)
+    return f"Adam: {iterations} iterations, final rate {rate:g}"
+
+
+def fit_videos(kind, videos, *, loss="rollout", optimizer="adam", max_evaluations=20, start=None,
+               link_count=FIT_LINKS, dt=FIT_DT, solver_options=None, progress=None):
+    """Fit the stiffness model ``kind`` to ``videos`` on ``loss`` ("rollout" or "one_step").
+
+    optimizer: "adam" (``ADAM_RATE`` per coordinate and iteration; robust where the loss is rough, as
+        rollouts along walls are) or "lbfgs" (L-BFGS-B, SciPy; fewer evaluations on smooth losses)
     start: the VideoModel to start from (default ``VideoModel.initial(kind)``)
     max_evaluations: most loss-and-gradient evaluations (each a batched rollout of the videos)
     progress: optional callable(evaluation, loss [m^2], model), called after every evaluation
     An evaluation whose rollout blows up (SimulationError) or whose MLP curve saturates (ModelError)
-    counts as a loss 100 times the best so far, so the line search steps back. Returns a VideoFit
-    holding the model of the lowest loss met.
+    has no gradient: Adam steps back to the best point with half the rate, L-BFGS-B sees a loss 100
+    times the best so far, so its line search steps back. Returns a VideoFit holding the model of the
+    lowest loss met.
     """
     if loss not in LOSS_FUNCTIONS:
         raise ConfigError(f"the loss must be one of {', '.join(LOSSES)}, got {loss!r}")
+    if optimizer not in OPTIMIZERS:
+        raise ConfigError(f"the optimizer must be one of {', '.join(OPTIMIZERS)}, got {optimizer!r}")
     videos = list(videos)
     if not videos:
         raise ConfigError("a fit needs at least one video")
@@ -325,28 +372,40 @@ def fit_videos(kind, videos, *, loss="rollout", max_evaluations=30, start=None, 
         raise ConfigError(f"the start model is {model.kind!r}, the fit is of {kind!r}")
     function = LOSS_FUNCTIONS[loss]
     clock = time.perf_counter()
-    losses, best = [], [math.inf, model]
-    scale = []
+    losses, models, best = [], [], [math.inf, model]
 
-    def objective(x):
+    def evaluate_at(x):
         trial = model.with_vector(x)
+        models.append(trial)
         try:
             value, gradient, _ = function(trial, videos, link_count=link_count, dt=dt, solver_options=solver_options)
         except (SimulationError, ModelError):
-            value, gradient = 100.0 * best[0] if math.isfinite(best[0]) else math.inf, np.zeros(len(x))
-        else:
-            if value < best[0]:
-                best[:] = [value, trial]
+            value, gradient = math.inf, None
+        if value < best[0]:
+            best[:] = [value, trial]
         losses.append(value)
         if progress is not None:
             progress(len(losses), value, trial)
-        if not scale:
-            scale.append(1.0 / value if math.isfinite(value) and value > 0.0 else 1.0)
-        return scale[0] * value, scale[0] * gradient  # the first loss scaled to 1: L-BFGS-B's tolerances are absolute
+        return None if gradient is None else (value, gradient)
 
-    result = minimize(objective, model.vector(), jac=True, method="L-BFGS-B", bounds=model.bounds(),
-                      options={"maxfun": max_evaluations})
-    return VideoFit(model=best[1], losses=losses, seconds=time.perf_counter() - clock, message=str(result.message))
+    if optimizer == "adam":
+        message = _adam(evaluate_at, model.vector(), model.bounds(), max_evaluations, ADAM_RATE)
+    else:
+        scale = []
+
+        def objective(x):
+            result = evaluate_at(x)
+            if result is None:
+                return (100.0 * best[0] if math.isfinite(best[0]) else math.inf), np.zeros(len(x))
+            value, gradient = result
+            if not scale:
+                norm = float(np.linalg.norm(gradient))
+                scale.append(FIRST_STEP / norm if norm > 0.0 else 1.0)
+            return scale[0] * value, scale[0] * gradient
+
+        message = str(minimize(objective, model.vector(), jac=True, method="L-BFGS-B", bounds=model.bounds(),
+                               options={"maxfun": max_evaluations}).message)
+    return VideoFit(model=best[1], losses=losses, models=models, seconds=time.perf_counter() - clock, message=message)
 
 
 def evaluate(model, videos, *, link_count=FIT_LINKS, dt=FIT_DT, solver_options=None):

@@ -126,3 +126,24 @@ def test_model_file_round_trip_and_bad_input():
         vf.model_from_dict({"kind": "linear"})
     with pytest.raises(ConfigError, match="the loss must be"):
         vf.fit_videos("linear", [straight_video()], loss="two_step")
+
+
+def test_adam_descends_a_quadratic_within_bounds_and_steps_back_from_failures():
+    """The fits' Adam on f(x) = |x - (1, -2)|^2 from 0 with x_1 bounded by 0.5: 200 iterations of rate 0.05 end
+    within 0.05 of the constrained minimum (0.5, -2); a point where the evaluation fails (x_0 > 0.45 in the
+    second run) is never kept: the step goes back to the best point with half the rate."""
+    visited = []
+
+    def quadratic(x, fail_above=np.inf):
+        visited.append(x.copy())
+        if x[0] > fail_above:
+            return None
+        offset = x - np.array([1.0, -2.0])
+        return float(offset @ offset), 2.0 * offset
+
+    vf._adam(quadratic, np.zeros(2), [(None, 0.5), (None, None)], 200, 0.05)
+    assert np.allclose(visited[-1], [0.5, -2.0], atol=0.05)
+    visited.clear()
+    message = vf._adam(lambda x: quadratic(x, fail_above=0.45), np.zeros(2), [(None, 0.5), (None, None)], 60, 0.05)
+    assert "final rate" in message and float(message.split()[-1]) < 0.05
+    assert max(x[0] for x in visited) <= 0.5
