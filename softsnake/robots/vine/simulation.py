@@ -259,6 +259,15 @@ def lengths_of(poses, half_length):
     return np.stack([rollout_length(poses[..., v, :, :], half_length=d) for v, d in enumerate(half_length)], axis=-1)
 
 
+def _pin_ends(body_count):
+    """The bodies whose ends are the backbone's points (every link's proximal body, then the last body)
+    and the side of each body they lie on (-1: its proximal end, +1: the tip)."""
+    ends = [*range(0, body_count, 2), body_count - 1]
+    sign = np.ones(len(ends))
+    sign[:-1] = -1.0
+    return ends, sign
+
+
 def pin_points(poses, half_length):
     """Backbone polyline through the base, every pin and the tip [m], (..., links + 1, 2).
 
@@ -266,9 +275,8 @@ def pin_points(poses, half_length):
     broadcastable to poses.shape[:-2]
     """
     d = np.asarray(half_length, dtype=float)[..., None, None]
-    ends = poses[..., [*range(0, poses.shape[-2], 2), poses.shape[-2] - 1], :]
-    sign = np.ones(ends.shape[-2])
-    sign[:-1] = -1.0
+    indices, sign = _pin_ends(poses.shape[-2])
+    ends = poses[..., indices, :]
     direction = np.stack([np.cos(ends[..., 2]), np.sin(ends[..., 2])], axis=-1)
     return ends[..., :2] + d * sign[:, None] * direction
 
@@ -279,9 +287,7 @@ def pin_points_adjoint(points_adjoint, poses, half_length):
     ``half_length`` along its axis, so it moves with that body's centre and turns with its angle."""
     poses = np.asarray(poses, dtype=float)
     points_adjoint = np.asarray(points_adjoint, dtype=float)
-    ends = [*range(0, poses.shape[0], 2), poses.shape[0] - 1]
-    sign = np.ones(len(ends))
-    sign[:-1] = -1.0
+    ends, sign = _pin_ends(poses.shape[0])
     angles = poses[ends, 2]
     turn = half_length * sign[:, None] * np.stack([-np.sin(angles), np.cos(angles)], axis=-1)
     adjoint = np.zeros_like(poses)

@@ -397,6 +397,19 @@ def _is_one_curve(curves):
         return False
 
 
+def growth_schedule(videos, per_frame, steps):
+    """(steps, V) total growth rate of each video's vine during each simulation step [m/s]: its length
+    schedule's rate over the frame interval the step lies in (``per_frame``: steps per frame of each
+    video, (V,)), 0 once the video has ended."""
+    schedule = np.zeros((steps, len(videos)))
+    for v, video in enumerate(videos):
+        rates = video.frame_growth_rates()
+        frame = np.arange(steps) // per_frame[v]
+        inside = frame < len(rates)
+        schedule[inside, v] = rates[frame[inside]]
+    return schedule
+
+
 def rollout_videos(videos, vines=None, *, moment_curves=None, link_count=None, dt=DT, **batch_options):
     """One vine per video, grown on the video's walls for the video's duration, all in one batch.
 
@@ -420,16 +433,15 @@ def rollout_videos(videos, vines=None, *, moment_curves=None, link_count=None, d
     batch = VineBatch(specs, **batch_options)
     per_frame = np.array([steps_per_frame(video, dt) for video in videos])
     frames = np.array([video.frame_count for video in videos])
-    schedules = [video.frame_growth_rates() for video in videos]
     total_steps = int(np.max((frames - 1) * per_frame))
+    schedule = growth_schedule(videos, per_frame, total_steps)
     poses = [[None] * count for count in frames]
     initial = batch.poses()
     for v in range(len(videos)):
         poses[v][0] = initial[v]
     for step in range(total_steps):
-        frame = step // per_frame
         if np.any(step % per_frame == 0):
-            batch.set_growth_rate([schedule[f] if f < len(schedule) else 0.0 for schedule, f in zip(schedules, frame)])
+            batch.set_growth_rate(schedule[step])
         batch.step(dt)
         done = step + 1
         if np.any(done % per_frame == 0):

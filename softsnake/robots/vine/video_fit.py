@@ -43,14 +43,14 @@ from scipy.optimize import minimize
 
 from softsnake.errors import ConfigError, ModelError, SimulationError
 
-from .backbones import SHAPE_SAMPLES, resample_polyline, resampled_squared_distance, video_errors
+from .backbones import SHAPE_SAMPLES, resample_polyline, resampled_squared_distance, rollout_loss, video_errors
 from .fitting import SOLVER_OPTIONS as CONVERGED_OPTIONS
 from .gradients import mlp_weight_gradient, vine_gradients, wrinkling_pressure_gradient
 from .robot import mlp_moment_curve
 from .scene import VineParams
 from .simulation import VineBatch, VineSpec, pin_points, pin_points_adjoint
 from .stiffness import MlpMoment
-from .video import rollout_videos, steps_per_frame, video_state, video_vine
+from .video import growth_schedule, rollout_videos, steps_per_frame, video_state, video_vine
 
 SOLVER_OPTIONS = {**CONVERGED_OPTIONS, "energy_floor": 1e-3}
 """The fit's solver settings: converged solves (``fitting.SOLVER_OPTIONS``; the gradient is that of the
@@ -130,11 +130,10 @@ class VideoModel:
     def initial(cls, kind, *, seed=0):
         """The model ``kind`` at the fit's initial values (``START``; the MLP's weights Xavier-random from
         ``seed``, its scale ``MLP_MOMENT_SCALE``)."""
-        model = cls.__new__(cls)
-        object.__setattr__(model, "kind", kind)
-        values = {name: START[kind][name] for name in model.positive_names()}
+        if kind not in START:
+            raise ConfigError(f"the stiffness model must be one of {', '.join(MODELS)}, got {kind!r}")
         mlp = MlpMoment.random(seed, moment_scale=MLP_MOMENT_SCALE) if kind == "mlp" else None
-        return cls(kind, values, mlp)
+        return cls(kind, dict(START[kind]), mlp)
 
     def positive_names(self):
         """Names of the positive parameters, in the order of the fitted vector."""
@@ -160,8 +159,7 @@ class VideoModel:
 
     def vine(self, video, link_count=FIT_LINKS):
         """The VineParams of this model grown in ``video`` (``video.video_vine``)."""
-        values = {n: v for n, v in self.values.items()}
-        vine = VineParams(stiffness_model="wrinkling" if self.kind == "wrinkling" else "linear", **values)
+        vine = VineParams(stiffness_model="wrinkling" if self.kind == "wrinkling" else "linear", **self.values)
         return video_vine(video, vine, link_count=link_count)
 
     def moment_curve(self):
@@ -171,14 +169,13 @@ class VideoModel:
     def vector_gradient(self, gradients, vine):
         """dL/d(fitted vector) from a ``vine_gradients`` entry of a vine of this model (``vine``, its
         VineParams)."""
-        values = dict(self.values)
         logs = []
         for name in self.positive_names():
             if name == "pressure":
                 derivative = wrinkling_pressure_gradient(gradients, vine)
             else:
                 derivative = gradients[name]
-            logs.append(derivative * values[name])  # d/d(log p) = p d/dp
+            logs.append(derivative * self.values[name])  # d/d(log p) = p d/dp
         if self.mlp is None:
             return np.asarray(logs)
         angles, _ = self.moment_curve()
@@ -192,22 +189,6 @@ class VideoModel:
         return f"{self.kind}: " + ", ".join(parts)
 
 
-def _targets(video, frames):
-    return [resample_polyline(video.backbone(f), SHAPE_SAMPLES) for f in frames]
-
-
-def _growth_schedule(videos, per_frame, steps):
-    """(steps, V) growth rate of each video's vine during each step [m/s]: its length schedule's rate over
-    the frame interval the step lies in, 0 after the video's last frame."""
-    schedule = np.zeros((steps, len(videos)))
-    for v, video in enumerate(videos):
-        rates = video.frame_growth_rates()
-        frame = np.arange(steps) // per_frame[v]
-        inside = frame < len(rates)
-        schedule[inside, v] = rates[frame[inside]]
-    return schedule
-
-
 def rollout_loss_and_gradient(model, videos, *, link_count=FIT_LINKS, dt=FIT_DT, solver_options=None):
     """The rollout loss of ``model`` on ``videos`` (mean over videos of ``backbones.rollout_loss``) [m^2],
     its gradient with respect to ``model.vector()``, and the loss per video (V,), from one batch."""
@@ -219,7 +200,7 @@ def rollout_loss_and_gradient(model, videos, *, link_count=FIT_LINKS, dt=FIT_DT,
     per_frame = np.array([steps_per_frame(video, dt) for video in videos])
     frames = np.array([video.frame_count for video in videos])
     steps = int(np.max((frames - 1) * per_frame))
-    targets = [_targets(video, range(video.frame_count)) for video in videos]
+    targets = [[resample_polyline(backbone, SHAPE_SAMPLES) for backbone in video.backbones()] for video in videos]
     V = len(videos)
     losses = np.array([resampled_squared_distance(pin_points(p, d), t[0])[0] / n
                        for p, d, t, n in zip(batch.poses(), batch.half_length, targets, frames)])
@@ -238,7 +219,7 @@ def rollout_loss_and_gradient(model, videos, *, link_count=FIT_LINKS, dt=FIT_DT,
         return adjoint
 
     gradients = vine_gradients(batch, steps, dt, lambda poses: np.zeros((V, batch.body_count, 3)),
-                               pose_adjoint_at=adjoint_at, growth_rates=_growth_schedule(videos, per_frame, steps))
+                               pose_adjoint_at=adjoint_at, growth_rates=growth_schedule(videos, per_frame, steps))
     total = sum(model.vector_gradient(g, vine) for g, vine in zip(gradients, vines))
     return float(losses.mean()), total, losses
 
@@ -420,8 +401,7 @@ def evaluate(model, videos, *, link_count=FIT_LINKS, dt=FIT_DT, solver_options=N
     for video, rollout in zip(videos, rollouts):
         errors = video_errors(list(rollout.backbones), video)
         row = {"video": video.number, **errors.summary()}
-        row["rollout_loss_m2"] = float(np.mean([resampled_squared_distance(b, t)[0] for b, t in
-                                                zip(rollout.backbones, _targets(video, range(video.frame_count)))]))
+        row["rollout_loss_m2"] = rollout_loss(list(rollout.backbones), video.backbones())
         rows.append(row)
     return rows, rollouts
 
