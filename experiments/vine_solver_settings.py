@@ -108,7 +108,7 @@ def main(argv=None):
                 row[f"{name}_length_percent"] = float(100.0 * (result.lengths[-1, 0] / rollout_length(q_ref[-1]) - 1.0))
                 row[f"{name}_same_side"] = bool(same_side.all())
                 row[f"{name}_from_converged_max_D"] = float(
-                    np.abs(result.tips - converged[name].tips).max() / diameter)
+                    np.abs(result.tips - converged[name].tips).max() / (2.0 * scene.vine.tube_radius))
             for name, (specs, steps, dt, diameter) in chains.items():
                 result = run(specs, steps, dt, newton, linear)
                 if result is None:
