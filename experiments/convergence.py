@@ -29,7 +29,7 @@ tag default "<resolution>_<seconds>s".
 
 Usage: python experiments/convergence.py [--seconds 10] [--resolution paper|coarse]
            [--budgets 2x10,4x20,default] [--skip-block] [--skip-snake] [--skip-vine] [--tag NAME]
-           [--out DIR]
+           [--momentum-balance] [--out DIR]
 """
 
 import math
@@ -71,11 +71,12 @@ def residual_columns(norms):
     return {f"res_{kind}": float(getattr(norms, kind)[0]) for kind in KINDS}
 
 
-def snake_run(resolution, seconds, newton, linear):
+def snake_run(resolution, seconds, newton, linear, balance=False):
     from softsnake.robots.snake.simulation import SnakeSimulation
 
     sim = SnakeSimulation(1, resolution=resolution, seconds=seconds, newton_iterations=newton,
                           linear_iterations=linear)
+    sim.solver.momentum_balance = balance
     blew_up = ""
     start = time.perf_counter()
     try:
@@ -97,7 +98,7 @@ def snake_run(resolution, seconds, newton, linear):
             **residual_columns(norms)}
 
 
-def vine_run(number, newton, linear):
+def vine_run(number, newton, linear, balance=False):
     from softsnake.robots.vine.comparison import compare_with_reference
     from softsnake.robots.vine.reference import load_jitosho_rollout
     from softsnake.robots.vine.scene import load_scene
@@ -106,7 +107,8 @@ def vine_run(number, newton, linear):
     scene = load_scene(f"jitosho_cluttered_{number}")
     times, q_ref, _ = load_jitosho_rollout(number)
     batch = VineBatch(specs_from_scene(scene), solver_options={"newton_iterations": newton,
-                                                               "linear_iterations": linear})
+                                                               "linear_iterations": linear,
+                                                               "momentum_balance": balance})
     start = time.perf_counter()
     try:
         result = rollout(batch, len(times) - 1, scene.sim.dt)
@@ -120,7 +122,7 @@ def vine_run(number, newton, linear):
             **{f"c{number}_{key}": value for key, value in residual_columns(norms).items()}}
 
 
-def block_run(newton, linear, steps=60, dt=1.0 / 60.0):
+def block_run(newton, linear, steps=60, dt=1.0 / 60.0, balance=False):
     import softsnake
     from softsnake.meshing import box_tet_mesh
 
@@ -130,7 +132,7 @@ def block_run(newton, linear, steps=60, dt=1.0 / 60.0):
     builder.add_soft_mesh(verts, tets, 1000.0, 1.0e6, 0.3, position=(0.0, 0.0, 0.05), damping=0.01)
     model = builder.finalize("cpu")
     solver = softsnake.Solver(model, substeps=1, newton_iterations=newton, linear_iterations=linear,
-                              check_finite=False)
+                              check_finite=False, momentum_balance=balance)
     state, control = model.state(), model.control()
     speeds, norms = [], []
     for _ in range(steps):
@@ -177,7 +179,11 @@ def main(argv=None):
     parser.add_argument("--skip-snake", action="store_true")
     parser.add_argument("--skip-vine", action="store_true")
     parser.add_argument("--tag", default=None, help="file name tag (default <resolution>_<seconds>s)")
+    parser.add_argument("--momentum-balance", action="store_true",
+                        help="run with SolverSettings.momentum_balance (file names end in _balanced)")
     options = parser.parse_args(argv)
+    balance = options.momentum_balance
+    suffix = "_balanced" if balance else ""
     out = make_output_folder(options.out)
     budgets = parse_budgets(options.budgets)
     tag = options.tag or f"{options.resolution}_{options.seconds:g}s"
@@ -192,9 +198,9 @@ def main(argv=None):
     if not options.skip_block:
         rows = []
         for label, newton, linear in budgets:
-            rows.append({"budget": label, "newton": newton, "linear": linear, **block_run(newton, linear)})
+            rows.append({"budget": label, "newton": newton, "linear": linear, **block_run(newton, linear, balance=balance)})
             print("block " + ", ".join(f"{k} {fmt(v)}" for k, v in rows[-1].items()), flush=True)
-            write_outputs(out, "convergence_block", rows, [
+            write_outputs(out, f"convergence_block{suffix}", rows, [
                 "# Stiff soft block resting on the ground: stability and residuals per budget", "", *common,
                 ("1 MPa block (10 cm, 2x2x2 cells, nu 0.3, damping 0.01 s), 60 steps of 1/60 s, 1 substep, "
                  "blow-up check off; residuals: median over the 60 steps.")])
@@ -204,10 +210,10 @@ def main(argv=None):
         for label, newton, linear in budgets:
             row = {"budget": label, "newton": newton, "linear": linear}
             for number in (1, 2):
-                row.update(vine_run(number, newton, linear))
+                row.update(vine_run(number, newton, linear, balance))
             rows.append(row)
             print("vine " + ", ".join(f"{k} {fmt(v)}" for k, v in row.items()), flush=True)
-            write_outputs(out, f"convergence_{tag}_vine", rows, [
+            write_outputs(out, f"convergence_{tag}_vine{suffix}", rows, [
                 "# Vine, cluttered reference scenes 1 and 2: tip error per budget", "", *common,
                 ("Tip error in tube diameters against seed 000's rollouts; the vine's settings (1 substep, "
                 "warm start) with the budget's iteration counts.")])
@@ -216,11 +222,11 @@ def main(argv=None):
         rows = []
         for label, newton, linear in budgets:
             row = {"budget": label, "newton": newton, "linear": linear,
-                   **snake_run(options.resolution, options.seconds, newton, linear)}
+                   **snake_run(options.resolution, options.seconds, newton, linear, balance)}
             rows.append(row)
             add_relative_change(rows)
             print("snake " + ", ".join(f"{k} {fmt(v)}" for k, v in row.items()), flush=True)
-            write_outputs(out, f"convergence_{tag}_snake", rows, [
+            write_outputs(out, f"convergence_{tag}_snake{suffix}", rows, [
                 f"# Snake gait ({options.resolution} mesh, {options.seconds:g} s): travel per budget", "",
                 *common,
                 ("forward_change_pct: forward travel relative to the finest budget finished so far (relative_to). "

@@ -22,7 +22,8 @@ of its sparsity pattern (26 for a vine of any length) and solved by a sparse LU 
 step's adjoint costs several forward steps (a Krylov solve preconditioned by the engine's own Schur
 operator, on the device, is the way to large worlds and to the GPU); one substep
 per step; and the gradient is that of the implicit step G = 0, which the engine's converged step
-meets up to its momentum lag (``Solver.residual_norms``): exact for particles and for bodies that
+meets exactly only with ``SolverSettings.momentum_balance`` (and a converged budget); the plain
+iteration keeps a momentum lag (``Solver.residual_norms``): exact for particles and for bodies that
 do not turn much within a step, 10-30 % off for a sphere rolling at dt = 1/60 s; and contacts at
 zero load with friction sit on a kink of the friction cone (a box sliding on a face with friction:
 about 10 % off). Each entry of a row's Jacobian is written once per kernel: Warp's adjoint replays

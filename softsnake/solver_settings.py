@@ -50,6 +50,15 @@ class SolverSettings:
             gains speeds of metres per second at 4 Newton x 40..160 iterations with it as without it,
             and stays at rest at 8 x 100 (experiments/results/convergence_block.md).
         line_search_halvings: the most consecutive halvings of one step [-].
+        momentum_balance: carry the momentum residual g = M (x - x~) - J(x)^T lambda in the Newton
+            right-hand side and add its M-norm to the merit (``softsnake.kernels.rows``), so that a
+            converged step is the implicit-Euler step exactly. Off by default: the plain iteration
+            (seed 001's, g taken as 0) keeps a lag where bodies turn within a step (a swinging double
+            pendulum: 8 mm from the implicit-Euler trajectory in 0.5 s; a vine along a wall: gradients
+            10-120 % off), and the balanced one needs more iterations to converge where rows turn under
+            load (the vine's video fits: 100 x 120 and more; tests/test_momentum_balance.py and
+            experiments/results/convergence.md measure both). Use it for gradients
+            (``softsnake.gradients`` differentiates the implicit-Euler step) with a converged budget.
 
     Contacts:
 
@@ -97,6 +106,7 @@ class SolverSettings:
     warm_start: bool = True
     line_search: bool = False
     line_search_halvings: int = 3
+    momentum_balance: bool = False
     contact_margin: float = 0.01
     fb_epsilon: float = 1.0e-9
     contact_regularization: float = 1.0e-2
@@ -131,7 +141,7 @@ class SolverSettings:
             object.__setattr__(self, name, value)
         if self.linear_solver not in LINEAR_SOLVERS:
             raise ConfigError(f"linear_solver must be one of {', '.join(LINEAR_SOLVERS)}, got {self.linear_solver!r}")
-        for name in ("warm_start", "line_search", "check_finite"):
+        for name in ("warm_start", "line_search", "momentum_balance", "check_finite"):
             object.__setattr__(self, name, bool(getattr(self, name)))
 
     def replace(self, **overrides):

@@ -9,6 +9,8 @@ The kernels that evaluate each constraint type's rows live with their type in
 - ``operator``: the system operator J M^-1 J^T + E, matrix-free (also moves the bodies by M^-1 J^T).
 - ``linear_solver``: Jacobi-preconditioned conjugate residual with per-world reductions, batched
   or one thread per world.
+- ``momentum``: the momentum gap x - x~ - M^-1 J^T lambda and its share of the merit (only with
+  ``SolverSettings.momentum_balance``).
 - ``multipliers``: accumulation of the multipliers and the warm start.
 - ``checks``: detection of blown-up worlds.
 - ``entities``: device functions for particle and body degrees of freedom that the constraint

@@ -209,6 +209,8 @@ def positions_from_prediction(
 @wp.kernel
 def positions_after_update(
     u_step: wp.array(dtype=float),
+    momentum_gap: wp.array(dtype=float),
+    momentum_balance: int,
     take_step: int,
     particle_count: int,
     particle_world: wp.array(dtype=int),
@@ -241,6 +243,8 @@ def positions_after_update(
         for k in range(count):
             d = base + k
             u_step[d] = offset_ref[d] + u_step[d]
+            if momentum_balance != 0:
+                u_step[d] = u_step[d] - momentum_gap[d]
             offset_full[d] = u_step[d]
     else:
         return

@@ -15,13 +15,20 @@ from (1 + gamma) J dx + alpha dlambda = -h gives
 
     [J M^-1 J^T + alpha / (1 + gamma)] dlambda = -(c + gamma J (x - x_n) + alpha lambda) / (1 + gamma).
 
-(Carrying g in the right-hand side, J M^-1 g, makes the iteration a full Newton method on both
-equations, but with the geometric stiffness dropped from the matrix it oscillates on stiff, highly
-stressed elements: tried during the friction rework, a stretched stiff bar at 0.1 s steps went
-unstable with it, so it was removed. The lag g != 0 it would remove is measured by
-``Solver.residual_norms``; experiments/results/convergence.md shows it growing where a stiff block
-goes unstable at short Newton budgets.) This module writes the right-hand side, the effective compliance and the Jacobi
-diagonal of the matrix.
+With ``SolverSettings.momentum_balance`` on, the right-hand side carries g as well: with
+d = M^-1 g = x - x~ - M^-1 J^T lambda (the momentum gap, ``kernels.momentum``), dx = M^-1 J^T dlambda - d
+gives
+
+    [J M^-1 J^T + alpha / (1 + gamma)] dlambda = -(c + gamma J (x - x_n) + alpha lambda) / (1 + gamma) + J d,
+
+and the update lands on x~ + M^-1 J(x)^T lambda_new: a converged step then solves both equations (the
+implicit-Euler step, which ``softsnake.gradients`` differentiates), where the plain iteration keeps the
+lag g != 0 that the changing J leaves (``Solver.residual_norms`` measures it). With the geometric
+stiffness dropped from the matrix both iterations converge only linearly where stiff, stressed rows
+turn (tests/test_momentum_balance.py; experiments/results/convergence.md compares them).
+
+This module writes the right-hand side, the effective compliance and the Jacobi diagonal of the
+matrix.
 """
 
 import warp as wp
@@ -42,6 +49,8 @@ def prepare_rows(
     row_damping: wp.array(dtype=float),
     lam: wp.array(dtype=float),
     displacement: wp.array(dtype=float),
+    momentum_gap: wp.array(dtype=float),
+    momentum_balance: int,
     particle_inv_mass: wp.array(dtype=float),
     body_inv_mass: wp.array(dtype=float),
     body_inv_inertia_world: wp.array(dtype=wp.mat33),
@@ -70,12 +79,18 @@ def prepare_rows(
             damping_term += J_values[k] * displacement[nonnegative(J_columns[k])]
             k += 1
         damping_term *= gamma
+    gap_term = float(0.0)
+    if momentum_balance != 0:
+        k = start
+        while k < end:
+            gap_term += J_values[k] * momentum_gap[nonnegative(J_columns[k])]
+            k += 1
 
     s = 1.0 / (1.0 + gamma)
     alpha = row_compliance[i]
     off = row_coupling[i]
     block = nonnegative(row_block_start[i])
-    rhs[i] = -(row_c[i] + damping_term + block_coupled(lam, i, block, alpha, off)) * s
+    rhs[i] = -(row_c[i] + damping_term + block_coupled(lam, i, block, alpha, off)) * s + gap_term
     compliance_eff[i] = alpha * s
     coupling_eff[i] = off * s
 

@@ -1,0 +1,58 @@
+"""The momentum gap of a Newton iterate and its share of the merit (``SolverSettings.momentum_balance``).
+
+The step's momentum equation, g = M (x - x~) - J(x)^T lambda = 0, in position form: the gap
+
+    d = x - x~ - M^-1 J(x)^T lambda        (bodies: the rotation vector from q~ to q for the angular part)
+
+is zero where the positions balance the multipliers. An iteration that moves x only by
+M^-1 J^T dlambda (``softsnake.kernels.rows``) leaves d as it found it, up to the change of J; with
+momentum balance on, the right-hand side carries J d and the update lands on x~ + M^-1 J(x)^T lambda_new,
+so d is driven to zero with the rows. Its squared M-norm d^T M d [kg m^2] is the momentum share of
+the merit, as ``softsnake.residuals`` defines the momentum norm.
+"""
+
+import warp as wp
+
+from .entities import nonnegative
+
+
+@wp.kernel
+def momentum_gaps(offset: wp.array(dtype=float), u_lambda: wp.array(dtype=float), gap: wp.array(dtype=float)):
+    """d = (x - x~) - M^-1 J^T lambda, per degree of freedom (kinematic entities: both parts are 0)."""
+    k = nonnegative(wp.tid())
+    gap[k] = offset[k] - u_lambda[k]
+
+
+@wp.kernel
+def add_momentum_merit(
+    particle_world_start: wp.array(dtype=int),
+    body_world_start: wp.array(dtype=int),
+    particle_count: int,
+    gap: wp.array(dtype=float),
+    particle_inv_mass: wp.array(dtype=float),
+    body_q: wp.array(dtype=wp.transform),
+    body_inv_mass: wp.array(dtype=float),
+    body_inertia: wp.array(dtype=wp.mat33),
+    merit: wp.array(dtype=float),
+):
+    """merit[w] += d^T M d over world w's moving particles and bodies, one thread per world in a fixed
+    order (deterministic). Bodies: m |d_lin|^2 + d_ang^T I_world d_ang."""
+    w = nonnegative(wp.tid())
+    total = float(0.0)
+    i = nonnegative(particle_world_start[w])
+    while i < particle_world_start[w + 1]:
+        if particle_inv_mass[i] > 0.0:
+            d = wp.vec3(gap[3 * i], gap[3 * i + 1], gap[3 * i + 2])
+            total += wp.dot(d, d) / particle_inv_mass[i]
+        i += 1
+    b = nonnegative(body_world_start[w])
+    while b < body_world_start[w + 1]:
+        if body_inv_mass[b] > 0.0:
+            base = 3 * particle_count + 6 * b
+            lin = wp.vec3(gap[base], gap[base + 1], gap[base + 2])
+            ang = wp.vec3(gap[base + 3], gap[base + 4], gap[base + 5])
+            R = wp.quat_to_matrix(wp.transform_get_rotation(body_q[b]))
+            local = wp.transpose(R) * ang
+            total += wp.dot(lin, lin) / body_inv_mass[b] + wp.dot(local, body_inertia[b] * local)
+        b += 1
+    merit[w] = merit[w] + total
