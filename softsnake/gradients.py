@@ -343,6 +343,21 @@ class _JacobianPattern:
             rows = np.concatenate([np.full(len(deps[o]), o) for o in equations])
             cols = np.concatenate([np.fromiter(deps[o], dtype=np.int64) for o in equations])
             self.colors.append((equations, rows, cols))
+        # The entries of dG/dy in colour order: row, column, and the colour whose backward gives them.
+        self.rows = np.concatenate([rows for _, rows, _ in self.colors]) if self.colors else np.zeros(0, int)
+        self.cols = np.concatenate([cols for _, _, cols in self.colors]) if self.colors else np.zeros(0, int)
+        self.entry_color = np.concatenate([np.full(len(cols), c) for c, (_, _, cols) in enumerate(self.colors)]) \
+            if self.colors else np.zeros(0, int)
+
+    def seeds(self, dofs, device):
+        """Per colour, the backward seeds of G1 and G2 (1 on the colour's equations) as device arrays."""
+        seeds = []
+        for equations, _, _ in self.colors:
+            seed = np.zeros(self.size)
+            seed[equations] = 1.0
+            seeds.append(tuple(wp.array(part.astype(np.float32), dtype=float, device=device)
+                               for part in _split(seed, dofs)))
+        return seeds
 
 
 class _ReplayedBackward:
@@ -366,9 +381,13 @@ class _ReplayedBackward:
         self.gradients = list(tape.gradients.values())
 
     def backward(self, seeds):
-        """Run the backward pass from the seeds {output array: its adjoint (NumPy)}; gradients accumulate."""
+        """Run the backward pass from the seeds {output array: its adjoint (NumPy, or a Warp array of its
+        shape, copied on the device)}; gradients accumulate."""
         for array, values in seeds.items():
-            array.grad.assign(values.astype(np.float32))
+            if isinstance(values, wp.array):
+                wp.copy(array.grad, values)
+            else:
+                array.grad.assign(values.astype(np.float32))
         for command in self.commands:
             command.launch()
 
@@ -462,6 +481,8 @@ def rollout_gradient(solver, records, dt, adjoint_end, parameters=None, adjoint_
     grads = {}
     n_dofs = eq.dofs
     pattern = _JacobianPattern(m)
+    seeds = pattern.seeds(n_dofs, d)
+    stacked = wp.zeros(max(len(seeds) * pattern.size, 1), dtype=float, device=d)
     for k in range(len(records) - 1, -1, -1):
         record = records[k]
         extra = adjoint_after_step(k) if adjoint_after_step is not None else None
@@ -484,18 +505,16 @@ def rollout_gradient(solver, records, dt, adjoint_end, parameters=None, adjoint_
         g_tape, G1, G2 = eq.equations(u, lam, predicted, start)
         g_back = _ReplayedBackward(g_tape)
         g_back.zero()
-        values, rows, cols = [], [], []
-        for equations, eq_rows, eq_cols in pattern.colors:
-            seed = np.zeros(pattern.size)
-            seed[equations] = 1.0
-            seed_dofs, seed_rows = _split(seed, n_dofs)
+        for c, (seed_dofs, seed_rows) in enumerate(seeds):
             g_back.backward({G1: seed_dofs, G2: seed_rows})
-            grad = np.concatenate([u.grad.numpy()[:n_dofs], lam.grad.numpy()[:m.row_count]]).astype(np.float64)
-            values.append(grad[eq_cols])
-            rows.append(eq_rows)
-            cols.append(eq_cols)
+            # Each colour's row of (u, lambda) gradients into one device array, read back once per step.
+            if n_dofs:
+                wp.copy(stacked, u.grad, dest_offset=c * pattern.size, count=n_dofs)
+            if m.row_count:
+                wp.copy(stacked, lam.grad, dest_offset=c * pattern.size + n_dofs, count=m.row_count)
             g_back.zero()
-        jacobian = scipy.sparse.csr_matrix((np.concatenate(values), (np.concatenate(rows), np.concatenate(cols))),
+        by_color = stacked.numpy().astype(np.float64).reshape(-1, pattern.size)
+        jacobian = scipy.sparse.csr_matrix((by_color[pattern.entry_color, pattern.cols], (pattern.rows, pattern.cols)),
                                            shape=(pattern.size, pattern.size))
         y_bar = np.concatenate([u_bar[:n_dofs], np.zeros(m.row_count)])
         mu = np.zeros(pattern.size)
