@@ -337,22 +337,17 @@ class _JacobianPattern:
                 c += 1
             color[o] = c
         self.size = len(deps)
-        self.colors = []
-        for c in range(color.max() + 1 if len(deps) else 0):
-            equations = np.flatnonzero(color == c)
-            rows = np.concatenate([np.full(len(deps[o]), o) for o in equations])
-            cols = np.concatenate([np.fromiter(deps[o], dtype=np.int64) for o in equations])
-            self.colors.append((equations, rows, cols))
-        # The entries of dG/dy in colour order: row, column, and the colour whose backward gives them.
-        self.rows = np.concatenate([rows for _, rows, _ in self.colors]) if self.colors else np.zeros(0, int)
-        self.cols = np.concatenate([cols for _, _, cols in self.colors]) if self.colors else np.zeros(0, int)
-        self.entry_color = np.concatenate([np.full(len(cols), c) for c, (_, _, cols) in enumerate(self.colors)]) \
-            if self.colors else np.zeros(0, int)
+        # The equations of each colour.
+        self.colors = [np.flatnonzero(color == c) for c in range(color.max() + 1 if len(deps) else 0)]
+        # The entries of dG/dy: row (equation), column (unknown), and the colour whose backward gives them.
+        self.rows = np.repeat(np.arange(self.size), [len(inputs) for inputs in deps])
+        self.cols = np.fromiter((i for inputs in deps for i in inputs), dtype=np.int64, count=len(self.rows))
+        self.entry_color = color[self.rows]
 
     def seeds(self, dofs, device):
         """Per colour, the backward seeds of G1 and G2 (1 on the colour's equations) as device arrays."""
         seeds = []
-        for equations, _, _ in self.colors:
+        for equations in self.colors:
             seed = np.zeros(self.size)
             seed[equations] = 1.0
             seeds.append(tuple(wp.array(part.astype(np.float32), dtype=float, device=device)

@@ -94,8 +94,10 @@ def residual_commands(solver, state, control, h):
     s = solver
     if not s.model.row_count:
         return [newton.displacement_command(s, state)]
-    return (newton.system_commands(s, state, control, h)
-            + [inverse_mass_transpose_command(s, state.multipliers, s.u_lambda)])
+    commands = newton.system_commands(s, state, control, h)
+    if not s.momentum_balance:  # with momentum balance the system's assembly computes u_lambda itself
+        commands.append(inverse_mass_transpose_command(s, state.multipliers, s.u_lambda))
+    return commands
 
 
 def momentum_squares(solver):

@@ -144,6 +144,18 @@ def apply_inverse_mass_transpose(
 
 
 @wp.func
+def row_dot(J_values: wp.array(dtype=float), J_columns: wp.array(dtype=int), start: int, end: int,
+            x: wp.array(dtype=float)):
+    """J_i x over the CSR entries start..end of row i of J, in their stored order."""
+    s = float(0.0)
+    k = start
+    while k < end:
+        s += J_values[k] * x[nonnegative(J_columns[k])]
+        k += 1
+    return s
+
+
+@wp.func
 def row_product(
     i: int,
     J_offsets: wp.array(dtype=int),
@@ -156,12 +168,7 @@ def row_product(
     block_start: wp.array(dtype=int),
 ):
     """(J u + E x)[i], with u = M^-1 J^T x already computed."""
-    s = float(0.0)
-    k = nonnegative(J_offsets[i])
-    end = J_offsets[i + 1]
-    while k < end:
-        s += J_values[k] * u[nonnegative(J_columns[k])]
-        k += 1
+    s = row_dot(J_values, J_columns, nonnegative(J_offsets[i]), J_offsets[i + 1], u)
     return s + block_coupled(x, i, nonnegative(block_start[i]), compliance[i], coupling[i])
 
 

@@ -34,7 +34,7 @@ matrix.
 import warp as wp
 
 from .entities import body_generalized_inverse_mass, nonnegative, planar_body_inverse_mass
-from .operator import block_coupled
+from .operator import block_coupled, row_dot
 
 
 @wp.kernel
@@ -74,17 +74,10 @@ def prepare_rows(
 
     damping_term = float(0.0)
     if gamma > 0.0:
-        k = start
-        while k < end:
-            damping_term += J_values[k] * displacement[nonnegative(J_columns[k])]
-            k += 1
-        damping_term *= gamma
+        damping_term = gamma * row_dot(J_values, J_columns, start, end, displacement)
     gap_term = float(0.0)
     if momentum_balance != 0:
-        k = start
-        while k < end:
-            gap_term += J_values[k] * momentum_gap[nonnegative(J_columns[k])]
-            k += 1
+        gap_term = row_dot(J_values, J_columns, start, end, momentum_gap)
 
     s = 1.0 / (1.0 + gamma)
     alpha = row_compliance[i]
