@@ -4,7 +4,7 @@
 ``run`` steps a model and records; the scenes are small models that together cover every
 constraint type: a soft cantilever (tetrahedra, attachments, pressure-driven distance rows) and a
 chain of bodies (driven prismatic base, hinges, linear and sampled angular springs, obstacles),
-planar or in 3-D.
+planar or in 3-D; and a double pendulum of two distance rows (``chain_builder``).
 """
 
 import numpy as np
@@ -83,3 +83,16 @@ def scene_chain_planar():
 def scene_chain_3d():
     """The same chain in 3-D under gravity."""
     return chain(False).finalize("cpu")
+
+
+def chain_builder(compliance, speed):
+    """A kinematic pivot, then two bobs on distance rows (0.3 m each); the last bob moves at ``speed``
+    [m/s] across the chain. (A single pendulum would not do: one Newton step along its row's gradient
+    solves it exactly.)"""
+    b = softsnake.ModelBuilder()
+    b.add_particle((0.0, 0.0, 1.0), kinematic=True)
+    b.add_particle((0.3, 0.0, 1.0), mass=0.2)
+    b.add_particle((0.6, 0.0, 1.0), velocity=(0.0, 0.0, -speed), mass=0.1)
+    b.add_distance(0, 1, compliance=compliance)
+    b.add_distance(1, 2, compliance=compliance)
+    return b

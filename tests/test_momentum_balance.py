@@ -1,6 +1,6 @@
 """SolverSettings.momentum_balance: the converged step is the implicit-Euler step, momentum included.
 
-A swinging double pendulum of two compliant distance rows (tests/test_solver_residuals.py's chain) is
+A swinging double pendulum of two compliant distance rows (tests/engine_scenes.py's ``chain_builder``) is
 stepped by the engine with and without momentum balance and by an independent float64 solve of the
 implicit-Euler equations of the same model (SciPy's fsolve on M (x - x~) - J(x)^T lambda = 0 and
 c(x) + alpha lambda = 0 per step, v = (x - x_n) / h). Measured over 30 steps of 1/60 s at 20 x 20
@@ -15,7 +15,9 @@ import pytest
 import scipy.optimize
 
 import softsnake
-from test_solver_residuals import G, chain_builder
+from engine_scenes import chain_builder
+
+G = 9.81
 
 COMPLIANCE, H, STEPS, LENGTH = 1.0e-4, 1.0 / 60.0, 30, 0.3
 MASS = np.array([0.2, 0.1])

@@ -14,20 +14,9 @@ import softsnake
 from softsnake.errors import ConfigError
 from softsnake.residuals import KINDS
 
+from engine_scenes import chain_builder
+
 G = 9.81
-
-
-def chain_builder(compliance, speed):
-    """A kinematic pivot, then two bobs on distance rows (0.3 m each); the last bob moves at ``speed``
-    [m/s] across the chain. (A single pendulum would not do: one Newton step along its row's gradient
-    solves it exactly.)"""
-    b = softsnake.ModelBuilder()
-    b.add_particle((0.0, 0.0, 1.0), kinematic=True)
-    b.add_particle((0.3, 0.0, 1.0), mass=0.2)
-    b.add_particle((0.6, 0.0, 1.0), velocity=(0.0, 0.0, -speed), mass=0.1)
-    b.add_distance(0, 1, compliance=compliance)
-    b.add_distance(1, 2, compliance=compliance)
-    return b
 
 
 def test_definitions_match_a_hand_computation_on_a_compliant_chain(device):
