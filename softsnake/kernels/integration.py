@@ -67,7 +67,7 @@ def predicted_body_pose(tf: wp.transform, qd: wp.spatial_vector, h: float):
                         integrate_rotation(wp.transform_get_rotation(tf), wp.spatial_bottom(qd), h))
 
 
-@wp.kernel
+@wp.kernel(enable_backward=False)  # never on a wp.Tape: the gradients use adjoint.predict_particles_into
 def predict_particles(
     particle_q: wp.array(dtype=wp.vec3),
     particle_qd: wp.array(dtype=wp.vec3),
@@ -88,7 +88,7 @@ def predict_particles(
     particle_q_pred[i] = x + v * h
 
 
-@wp.kernel
+@wp.kernel(enable_backward=False)  # never on a wp.Tape: the gradients use adjoint.predict_bodies_into
 def predict_bodies(
     body_q: wp.array(dtype=wp.transform),
     body_qd: wp.array(dtype=wp.spatial_vector),
@@ -206,7 +206,7 @@ def positions_from_prediction(
                         particle_q, body_q)
 
 
-@wp.kernel
+@wp.kernel(enable_backward=False)  # never on a wp.Tape: a Newton iteration's update, which the implicit gradient skips
 def positions_after_update(
     u_step: wp.array(dtype=float),
     momentum_gap: wp.array(dtype=float),
@@ -251,7 +251,7 @@ def positions_after_update(
     set_entity_position(e, base, u_step, particle_count, particle_q_pred, body_q_pred, particle_q, body_q)
 
 
-@wp.kernel
+@wp.kernel(enable_backward=False)  # never on a wp.Tape: a Newton iteration's update, which the implicit gradient skips
 def remember_accepted_points(
     offset: wp.array(dtype=float),
     particle_count: int,
@@ -269,7 +269,7 @@ def remember_accepted_points(
             offset_ref[base + k] = offset[base + k]
 
 
-@wp.kernel
+@wp.kernel(enable_backward=False)  # never on a wp.Tape: the gradients use adjoint.velocities_from_offsets
 def finish_particle_velocities(
     particle_q: wp.array(dtype=wp.vec3),
     particle_q_pred: wp.array(dtype=wp.vec3),
@@ -282,7 +282,7 @@ def finish_particle_velocities(
     particle_qd[i] = particle_qd[i] + (particle_q[i] - particle_q_pred[i]) * inv_h
 
 
-@wp.kernel
+@wp.kernel(enable_backward=False)  # never on a wp.Tape: the gradients use adjoint.velocities_from_offsets
 def finish_body_velocities(
     body_q: wp.array(dtype=wp.transform),
     body_q_pred: wp.array(dtype=wp.transform),

@@ -15,6 +15,9 @@ import warp as wp
 
 from .entities import nonnegative
 
+# Never on a wp.Tape (softsnake.gradients): no backward code, less to compile (tests/kernels/test_backward_options.py).
+wp.set_module_options({"enable_backward": False})
+
 
 @wp.kernel
 def momentum_gaps(offset: wp.array(dtype=float), u_lambda: wp.array(dtype=float), gap: wp.array(dtype=float)):

@@ -7,6 +7,9 @@ import warp as wp
 
 from .entities import nonnegative
 
+# Never on a wp.Tape (softsnake.gradients): no backward code, less to compile (tests/kernels/test_backward_options.py).
+wp.set_module_options({"enable_backward": False})
+
 
 @wp.kernel
 def keep_carried_multipliers(lam: wp.array(dtype=float), row_carried: wp.array(dtype=int), factor: float):

@@ -10,6 +10,10 @@ import warp as wp
 
 from .entities import nonnegative
 
+# Never on a wp.Tape (softsnake.gradients): no backward code, less to compile; the functions keep their adjoints
+# in kernels.adjoint, whose kernels have backward (tests/kernels/test_backward_options.py).
+wp.set_module_options({"enable_backward": False})
+
 
 @wp.func
 def block_coupled(values: wp.array(dtype=float), row: int, block_start: int, diagonal: float, off_diagonal: float):

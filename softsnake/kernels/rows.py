@@ -36,6 +36,9 @@ import warp as wp
 from .entities import body_generalized_inverse_mass, nonnegative, planar_body_inverse_mass
 from .operator import block_coupled, row_dot
 
+# Never on a wp.Tape (softsnake.gradients): no backward code, less to compile (tests/kernels/test_backward_options.py).
+wp.set_module_options({"enable_backward": False})
+
 
 @wp.kernel
 def prepare_rows(
