@@ -23,9 +23,11 @@ the runtime targets (``TARGET_MS_30_BODIES``, ``TARGET_MS_PER_VINE_STEP``).
 Prints the device; writes vine_runtime_single.csv, vine_runtime_batch.csv and vine_runtime.png
 into --out (default experiments/results).
 
-Usage: python experiments/vine_runtime.py [--out DIR] [--device cpu|cuda] [--quick]
+Usage: python experiments/vine_runtime.py [--out DIR] [--device cpu|cuda] [--quick] [--links 10,15]
+       [--sizes 1,64,4096] [--bodies 30,60]
 """
 
+import argparse
 import os
 import sys
 import time
@@ -174,19 +176,33 @@ def plot(single, batch, device_name, path):
     save(figure, path)
 
 
+def int_list(text):
+    """Comma-separated positive integers (an option's value)."""
+    values = [int(v) for v in text.split(",") if v.strip().isdigit()]
+    if not values or len(values) != len(text.split(",")) or min(values) < 1:
+        raise argparse.ArgumentTypeError(f"expected comma-separated positive integers, got {text!r}")
+    return values
+
+
 def main(argv=None):
     parser = experiment_parser(__doc__, __file__)
     parser.add_argument("--device", default="cpu", help="Warp device (default cpu)")
     parser.add_argument("--quick", action="store_true", help="fewer sizes (30 and 60 bodies; batches up to 64)")
+    parser.add_argument("--links", type=int_list, default=None, help="links of the batch study (default 10,15,20,40)")
+    parser.add_argument("--sizes", type=int_list, default=None,
+                        help="batch sizes (default 1,4,16,64,256,1024; with --quick up to 64)")
+    parser.add_argument("--bodies", type=int_list, default=None,
+                        help="bodies of the one-vine study (default 20..100; with --quick 30,60)")
     args = parser.parse_args(argv)
     out = make_output_folder(args.out)
     device = wp.get_device(args.device)
     print(f"device: {device} ({device.name})")
     print("seed 000 Fig. 5: one vine, 400 steps of 10 ms, one circular obstacle")
-    single = single_vine(args.device, (30, 60) if args.quick else SINGLE_BODY_COUNTS)
+    single = single_vine(args.device, args.bodies or ((30, 60) if args.quick else SINGLE_BODY_COUNTS))
     print("seed 003 Fig. 5: batches of vines with random launch angles")
     processes = (os.cpu_count() or 1) if device.is_cpu else 1
-    batch = batched(args.device, BATCH_SIZES[:4] if args.quick else BATCH_SIZES, BATCH_LINKS, processes)
+    sizes = args.sizes or (BATCH_SIZES[:4] if args.quick else BATCH_SIZES)
+    batch = batched(args.device, sizes, args.links or BATCH_LINKS, processes)
     write_csv(out / "vine_runtime_single.csv", single)
     write_csv(out / "vine_runtime_batch.csv", batch)
     plot(single, batch, f"{device} {device.name}", out / "vine_runtime.png")

@@ -245,8 +245,10 @@ class ModelBuilder(BuilderTables, *BUILDER_METHODS):
         self.world_count += 1
         return world
 
-    def finalize(self, device="cpu"):
-        """Validate everything, lay out rows and sparse matrices, and upload to ``device``.
+    def finalize(self, device=None):
+        """Validate everything, lay out rows and sparse matrices, and upload to ``device`` (a Warp device or
+        its name, "cpu", "cuda", "cuda:1" ...; None: Warp's default device, the first GPU where there is
+        one, as ``wp.set_device`` left it).
 
         Raises ModelError for bad input and for an unknown device.
         """

@@ -24,6 +24,14 @@ PLANAR_TOLERANCE = 1e-6
 """Largest out-of-plane component of a unit joint axis in a planar model [-]."""
 
 
+def is_cpu_device(device):
+    """Whether ``device`` (a name, a Warp device, or None: Warp's default) is the CPU; an unknown name
+    is not (the device checks that report it run later)."""
+    if device is None:
+        return wp.get_device().is_cpu
+    return str(device) == "cpu"
+
+
 def resolve_device(device):
     try:
         return wp.get_device(device)

@@ -33,9 +33,10 @@ class InputCheck:
         """(world, input): 1 + the largest index of a non-finite entry of that input in that world, or 0."""
 
     def commands(self, solver, state, control):
-        """The recorded launches that flag this step's non-finite inputs (``solver.record``)."""
+        """The recorded launches that flag this step's non-finite inputs (``solver.record``); the flags
+        keep the largest entry until ``raise_if_flagged`` reads and clears them."""
         m = self.model
-        commands = [self.flags.zero_]
+        commands = []
         sources = {"state": state, "control": control}
         for k, (source, name, kind) in enumerate(INPUTS):
             count = getattr(m, f"{kind}_count")
@@ -44,14 +45,21 @@ class InputCheck:
                     getattr(sources[source], name), getattr(m, f"{kind}_world"), k, len(INPUTS), self.flags]))
         return commands
 
-    def raise_if_flagged(self, step):
-        """SimulationError naming the first non-finite input (its entry and world) found in ``step``."""
-        flags = self.flags.numpy().reshape(-1, len(INPUTS))
+    def raise_if_flagged(self, first_step, last_step):
+        """SimulationError naming the first non-finite input (its entry and world) found in the steps
+        ``first_step..last_step`` (those since the last read); the flags are cleared."""
+        flags = self.flags.numpy().reshape(-1, len(INPUTS)).copy()  # on the CPU a view of the array cleared below
+        self.flags.zero_()
         bad = np.argwhere(flags > 0)
         if len(bad):
             world, k = (int(v) for v in bad[0])
             worlds = len(np.unique(bad[:, 0]))
             raise SimulationError(
                 f"{INPUTS[k][0]}.{INPUTS[k][1]}[{flags[world, k] - 1}] of world {world} is NaN or Inf "
-                f"({worlds} world(s) with non-finite inputs in step {step}); the state of that step is not valid",
-                world=world, step=step)
+                f"({worlds} world(s) with non-finite inputs in {step_span(first_step, last_step)}); the state from "
+                f"then on is not valid", world=world, step=last_step)
+
+
+def step_span(first, last):
+    """"step 7" or "steps 5..8": the steps a read of the check's flags covers."""
+    return f"step {last}" if first == last else f"steps {first}..{last}"

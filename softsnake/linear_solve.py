@@ -1,14 +1,17 @@
 """The recorded launches of a Newton iteration's linear solve, [J M^-1 J^T + E] dlambda = rhs.
 
-Jacobi-preconditioned conjugate residual, per world (seed 001, section IV-D): either one thread
-per world running the whole solve (``kernels.linear_solver.cr_solve_per_world``: many small worlds,
-and the CPU, where every launch costs tens of microseconds), or one kernel per operation over all
-rows of all worlds with per-world reductions and step sizes (large worlds on a GPU). Both compute
-the same iterates, and both stop a world once its residual has fallen by ``linear_tolerance``.
+Jacobi-preconditioned conjugate residual, per world (seed 001, section IV-D): one thread per world
+running the whole solve (``kernels.linear_solver.cr_solve_per_world``: many small worlds, and the
+CPU, where every launch costs tens of microseconds); one thread block per world running the whole
+solve (``cr_solve_block_per_world``: large worlds on a GPU, one launch); or one kernel per operation
+over all rows of all worlds with per-world reductions and step sizes ("batched"). All compute the
+same iterates (the block's up to round-off: its inner products add in a tree), and all stop a
+world once its residual has fallen by ``linear_tolerance``.
 """
 
 import functools
 
+import numpy as np
 import warp as wp
 
 from .kernels import linear_solver, operator
@@ -41,10 +44,28 @@ def multiply_commands(solver, x, y):
                 solver.coupling_eff, m.row_block_start], outputs=[y])]
 
 
+def block_threads(rows):
+    """Threads of a block of ``cr_solve_block_per_world`` for worlds of at most ``rows`` rows: a few
+    rows per thread, a whole number of warps, at most 256 (so that many worlds fill the GPU)."""
+    threads = 32
+    while threads < 256 and threads * 8 < rows:
+        threads *= 2
+    return threads
+
+
 def solve_commands(solver):
     """dlam ~= [J M^-1 J^T + E]^-1 rhs, per world."""
     m = solver.model
     tolerance_sq = solver.linear_tolerance * solver.linear_tolerance
+    if solver.linear_solver == "block":
+        largest = int(np.max(np.diff(m.row_world_start))) if m.world_count else 1
+        return [solver.record(linear_solver.cr_solve_block_per_world, m.world_count, [
+            m.row_world_start_device, m.particle_world_start_device, m.body_world_start_device, m.particle_count,
+            solver.planar, solver.linear_iterations, tolerance_sq, m.solve_offsets, m.solve_columns,
+            solver.J_solve_values, m.JT_offsets, m.JT_columns, solver.JT_values, m.particle_inv_mass, m.body_inv_mass,
+            solver.body_inv_inertia_world, solver.compliance_eff, solver.coupling_eff, m.row_block_start, solver.rhs,
+            solver.inv_diagonal, solver.row_live, solver.JT_live_ends],
+            outputs=[solver.u, solver.z, solver.p, solver.Az, solver.Ap, solver.dlam], block_threads=block_threads(largest))]
     if solver.linear_solver == "per_world":
         return [solver.record(linear_solver.cr_solve_per_world, m.world_count, [
             m.row_world_start_device, m.particle_world_start_device, m.body_world_start_device, m.particle_count,

@@ -6,7 +6,7 @@ last substep (warm start: the contact rows', carried in ``State.multipliers``), 
 iterations until each world converges (``softsnake.newton``), each solving its linear system by Jacobi-preconditioned
 conjugate residual (``softsnake.linear_solve``), and sets the velocities from the positions.
 Nothing inside a step reads back to the host, so on a GPU a whole step can be captured in a CUDA
-graph; the blow-up check runs once per step, after it.
+graph; the blow-up check runs on the device in every step and its flags are read back every ``check_interval`` steps.
 
 The launches of a substep are recorded once (``wp.launch(record_cmd=True)``) and replayed every
 substep: a launch from Python costs tens of microseconds on the CPU, a replay a few. They are
@@ -17,6 +17,7 @@ Every setting, with its unit and the reason for its value, is ``softsnake.Solver
 """
 
 import contextlib
+import functools
 import time
 
 import numpy as np
@@ -25,14 +26,28 @@ import warp as wp
 from . import newton, residuals
 from .constraints import CONSTRAINT_TYPES
 from .errors import ConfigError, SimulationError
-from .input_checks import InputCheck
+from .input_checks import InputCheck, step_span
 from .kernels import checks, multipliers
 from .linear_solve import solve_commands
 from .solver_settings import SolverSettings
 from .validation import time_step
 
 PER_WORLD_MAX_ROWS = 1024
-"""Above this many rows in one world, "auto" uses the batched linear solver on a GPU."""
+"""Above this many rows in one world, "auto" leaves the one-thread-per-world linear solver on a GPU (it
+runs one world's whole solve on one GPU thread: 8.2 s per frame for one paper-mesh snake on an H100)."""
+
+
+def auto_linear_solver(model):
+    """The linear solver "auto" picks (``SolverSettings.linear_solver``), from the H100 measurement of
+    experiments/results/gpu.md (paper-mesh snakes, 28 332 rows each, ms per frame): "per_world" on the
+    CPU and for worlds of at most ``PER_WORLD_MAX_ROWS`` rows; for larger worlds "batched" while there
+    are fewer worlds than the GPU has multiprocessors (1 / 10 / 32 snakes: 30.6 / 57.8 / 72.7 ms against
+    84.5 / 151 / 168 for one block per world, which leaves most of the GPU idle), "block" from then on
+    (128 snakes: 198 against 204 ms, 256: 262 against 341, 1024: 876 against 1295)."""
+    largest_world = int(np.max(np.diff(model.row_world_start))) if model.world_count else 0
+    if model.device.is_cpu or largest_world <= PER_WORLD_MAX_ROWS:
+        return "per_world"
+    return "block" if model.world_count >= model.device.sm_count else "batched"
 
 PROFILE_PHASES = ("predict", "assemble", "solve", "update", "finish", "check")
 """The phases of a step that ``Solver(profile=True)`` times."""
@@ -65,8 +80,7 @@ class Solver:
         for name, value in vars(settings).items():
             setattr(self, name, value)
         if self.linear_solver == "auto":
-            largest_world = int(np.max(np.diff(model.row_world_start))) if model.world_count else 0
-            self.linear_solver = "per_world" if (model.device.is_cpu or largest_world <= PER_WORLD_MAX_ROWS) else "batched"
+            self.linear_solver = auto_linear_solver(model)
         self.step_count = 0
         self.profile = bool(profile)
         self.profile_seconds = dict.fromkeys(PROFILE_PHASES, 0.0)
@@ -94,6 +108,8 @@ class Solver:
         self._recording = None
         self._checked = set()
         self._launch_now = False
+        self._checked_through = 0
+        """The last step whose blow-up flags the host has read."""
 
     @property
     def settings(self):
@@ -148,11 +164,13 @@ class Solver:
             wp.copy(state_out.body_f, state_in.body_f)
         h = dt / self.substeps
         recording = self._recorded(state_out, control, h)
-        for _ in range(self.substeps):
-            self._substep(recording, state_out, h)
+        if self._graphs_apply():
+            self._replay_step(recording, state_out, h)
+        else:
+            self._run_step(recording, state_out, h)
         self.step_count += 1
-        if self.check_finite:
-            self._raise_if_blown_up(recording)
+        if self.check_finite and (self.step_count - self._checked_through) >= self.check_interval:
+            self._raise_if_blown_up()
 
     def residual_norms(self, state, control, dt):
         """Per-world residual norms of the last step's Newton system at its end point, by kind.
@@ -204,13 +222,15 @@ class Solver:
         self.profile_seconds = dict.fromkeys(PROFILE_PHASES, 0.0)
 
     # ------------------------------------------------------------------ recording
-    def record(self, kernel, dim, inputs, outputs=()):
+    def record(self, kernel, dim, inputs, outputs=(), block_threads=None):
         """A replayable launch of ``kernel`` (called without arguments); inside ``launching_now`` the
-        kernel runs at once instead (and a ``wp.Tape`` around it records it)."""
+        kernel runs at once instead (and a ``wp.Tape`` around it records it). ``block_threads``: launch
+        ``dim`` thread blocks of that many threads (``wp.launch_tiled``) instead of ``dim`` threads."""
+        launch = wp.launch if block_threads is None else functools.partial(wp.launch_tiled, block_dim=block_threads)
         if self._launch_now:
-            wp.launch(kernel, dim, inputs=inputs, outputs=outputs, device=self.model.device)
+            launch(kernel, dim=dim, inputs=inputs, outputs=outputs, device=self.model.device)
             return _launched
-        return wp.launch(kernel, dim, inputs=inputs, outputs=outputs, device=self.model.device, record_cmd=True).launch
+        return launch(kernel, dim=dim, inputs=inputs, outputs=outputs, device=self.model.device, record_cmd=True).launch
 
     @contextlib.contextmanager
     def launching_now(self):
@@ -268,6 +288,41 @@ class Solver:
             wp.synchronize_device(self.model.device)
             self.profile_seconds[phase] += time.perf_counter() - start
 
+    # ------------------------------------------------------------------ step
+    def _run_step(self, recording, state, h):
+        """Launch one step's commands: the substeps, then the blow-up check (its flags stay on the device)."""
+        for _ in range(self.substeps):
+            self._substep(recording, state, h)
+        if self.check_finite:
+            self._run(recording["check"], "check")
+
+    def _graphs_apply(self):
+        """Whether this step runs as a CUDA graph (``SolverSettings.cuda_graph``)."""
+        return self.cuda_graph and self.model.device.is_cuda and not self.profile and not self._launch_now
+
+    def _replay_step(self, recording, state, h):
+        """Run one step as a CUDA graph: the first step of a kind runs eagerly (it loads the kernels'
+        modules, which a capture cannot), the second is captured, and every later one replays it.
+
+        A step's launches depend on the host only through the warm start (whether the multipliers
+        carried in ``state`` are used, and their rescaling to this substep length), so one graph is kept
+        per such start; everything else a graph bakes in is in the recording's key, and a new
+        recording drops the graphs with it."""
+        warm = bool(self.model.row_count and self.warm_start and state.multiplier_step > 0.0)
+        key = (warm, h / state.multiplier_step if warm else 0.0)
+        graphs = recording.setdefault("graphs", {})
+        if key not in graphs:
+            graphs[key] = None
+            self._run_step(recording, state, h)
+            return
+        if graphs[key] is None:
+            with wp.ScopedCapture(device=self.model.device, force_module_load=False) as capture:
+                self._run_step(recording, state, h)
+            graphs[key] = capture.graph
+        elif self.model.row_count:
+            state.multiplier_step = h if self.warm_start else 0.0  # what the captured substeps did on the host
+        wp.capture_launch(graphs[key])
+
     # ------------------------------------------------------------------ substep
     def _substep(self, recording, state, h):
         m = self.model
@@ -319,16 +374,20 @@ class Solver:
             self.max_angular_speed, self.energy_growth_limit, self.energy_floor],
             outputs=[self.kinetic_energy, self.world_flag])]
 
-    def _raise_if_blown_up(self, recording):
-        self._run(recording["check"], "check")
-        self.input_check.raise_if_flagged(self.step_count)
-        flags = self.world_flag.numpy()
+    def _raise_if_blown_up(self):
+        """Read the blow-up check's flags of the steps since the last read (and clear them); raise
+        SimulationError naming the worst world."""
+        first = self._checked_through + 1
+        self._checked_through = self.step_count
+        self.input_check.raise_if_flagged(first, self.step_count)
+        flags = self.world_flag.numpy().copy()  # on the CPU a view of the array cleared below
         bad = np.flatnonzero(flags)
         if len(bad):
+            self.world_flag.zero_()
             w = int(bad[np.argmax(flags[bad])])
             what = FLAG_NAMES[int(flags[w])].format(**vars(self.settings))
             raise SimulationError(
-                f"world {w} blew up ({what}) after step {self.step_count} "
+                f"world {w} blew up ({what}) in {step_span(first, self.step_count)} "
                 f"({len(bad)} world(s) affected); reduce dt or check the model's parameters",
                 world=w, step=self.step_count, reason=what)
 

@@ -11,7 +11,7 @@ import math
 
 from .errors import ConfigError
 
-LINEAR_SOLVERS = ("auto", "batched", "per_world")
+LINEAR_SOLVERS = ("auto", "batched", "per_world", "block")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -30,10 +30,13 @@ class SolverSettings:
         linear_tolerance: a world's linear solve stops once its preconditioned residual has fallen by
             this factor [-]: converged worlds do no more work, and a solve never iterates on round-off.
             0 runs every iteration.
-        linear_solver: "batched" (each conjugate residual operation one kernel over all rows: large
-            worlds on a GPU), "per_world" (one thread per world: many small worlds, and the CPU), or
-            "auto" (per_world on the CPU and wherever no world has more than ``PER_WORLD_MAX_ROWS``
-            rows). Both give the same iterates.
+        linear_solver: "batched" (each conjugate residual operation one kernel over all rows),
+            "per_world" (one thread per world, the whole solve one launch: many small worlds, and the
+            CPU), "block" (one thread block per world, the whole solve one launch: large worlds on a
+            GPU), or "auto" (per_world on the CPU and wherever no world has more than
+            ``PER_WORLD_MAX_ROWS`` rows; otherwise batched for fewer worlds than the GPU has
+            multiprocessors and block from then on: ``softsnake.solver.auto_linear_solver``, set from
+            an H100's measurement). All give the same iterates (block up to float round-off).
         warm_start: start each substep from the multipliers of the last one (rescaled to the new
             substep length), carried in ``State.multipliers``: stiff bodies keep their stresses and
             contacts their forces instead of rebuilding them every substep. The line search keeps a
@@ -80,11 +83,14 @@ class SolverSettings:
             spring's reference stiffness [-]: a flat stretch of the curve would make the row's
             compliance infinite.
 
-    Blow-up check (once per step, one small device-to-host copy):
+    Blow-up check (every step on the device; its flags read back every ``check_interval`` steps):
 
     Attributes:
-        check_finite: raise SimulationError when a world blows up (switch off for CUDA-graph
-            capture of many steps).
+        check_finite: raise SimulationError when a world blows up.
+        check_interval: steps between two reads of the check's flags [-]. The check itself runs every
+            step and its flags keep the worst finding until read, so a blow-up is never missed, only
+            reported up to ``check_interval - 1`` steps late; a read is one small device-to-host copy
+            that waits for the device, which on a GPU costs more than a small step (1: every step).
         max_speed: linear speed [m/s] above which a world counts as blown up: far beyond any robot
             here, reached within a few steps by a diverging solve.
         max_angular_speed: angular speed [rad/s] of a body above which its world counts as blown up
@@ -95,6 +101,15 @@ class SolverSettings:
             fall from rest: 4 times from the first step to the second, less after). An external force
             that really does multiply a moving world's energy by 100 in one step needs this raised.
         energy_floor: kinetic energy [J] below which growth is not judged (a world starting from rest).
+
+    Execution:
+
+    Attributes:
+        cuda_graph: on a CUDA device, capture a step's launches (every substep, Newton iteration and
+            linear solve, and the blow-up check) as a CUDA graph and replay it in later steps: the
+            same kernels on the same arrays in the same order, so the same results, without the
+            per-launch cost of Python and the driver. Ignored on the CPU, with ``Solver(profile=True)``
+            and while gradients are recorded.
     """
 
     substeps: int = 2
@@ -117,9 +132,11 @@ class SolverSettings:
     max_angular_speed: float = 1.0e5
     energy_growth_limit: float = 100.0
     energy_floor: float = 1.0e-6
+    check_interval: int = 1
+    cuda_graph: bool = True
 
     def __post_init__(self):
-        for name in ("substeps", "newton_iterations", "linear_iterations"):
+        for name in ("substeps", "newton_iterations", "linear_iterations", "check_interval"):
             value = getattr(self, name)
             if isinstance(value, bool) or not float(value).is_integer() or value < 1:
                 raise ConfigError(f"{name} must be a positive integer, got {value!r}")
@@ -141,7 +158,7 @@ class SolverSettings:
             object.__setattr__(self, name, value)
         if self.linear_solver not in LINEAR_SOLVERS:
             raise ConfigError(f"linear_solver must be one of {', '.join(LINEAR_SOLVERS)}, got {self.linear_solver!r}")
-        for name in ("warm_start", "line_search", "momentum_balance", "check_finite"):
+        for name in ("warm_start", "line_search", "momentum_balance", "check_finite", "cuda_graph"):
             object.__setattr__(self, name, bool(getattr(self, name)))
 
     def replace(self, **overrides):

@@ -45,7 +45,7 @@ def scene_soft():
     top.sort(key=lambda k: verts[k - start, 0])
     for i, j in zip(top[:-1], top[1:]):
         b.add_distance(i, j, pressure_channel=channel, youngs_modulus=1e5, compliance=1e-4)
-    return b.finalize("cpu")
+    return b.finalize()
 
 
 def chain(planar):
@@ -77,12 +77,12 @@ def chain(planar):
 
 def scene_chain_planar():
     """A planar chain: driven prismatic base, hinges, linear and sampled angular springs, obstacles."""
-    return chain(True).finalize("cpu")
+    return chain(True).finalize()
 
 
 def scene_chain_3d():
     """The same chain in 3-D under gravity."""
-    return chain(False).finalize("cpu")
+    return chain(False).finalize()
 
 
 def chain_builder(compliance, speed):

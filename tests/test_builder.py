@@ -87,7 +87,7 @@ def test_body_without_mass_fails_at_finalize():
     b = softsnake.ModelBuilder()
     b.add_body((0, 0, 0))
     with pytest.raises(ModelError, match="body 0 has zero mass"):
-        b.finalize("cpu")
+        b.finalize()
 
 
 def test_hinge_body_out_of_range():
@@ -106,7 +106,7 @@ def test_unknown_device():
 def test_bad_time_step_and_solver_options():
     b = softsnake.ModelBuilder()
     b.add_particle((0, 0, 0))
-    model = b.finalize("cpu")
+    model = b.finalize()
     with pytest.raises(ValueError, match="newton_iterations must be a positive integer"):
         softsnake.Solver(model, newton_iterations=0)
     solver = softsnake.Solver(model)
@@ -135,7 +135,7 @@ def test_planar_model_rejects_motion_out_of_its_plane(joint, message):
     elif joint == "prismatic":
         b.add_prismatic(a, c, anchor=(0.5, 0, 0), axis=(0, 0, 1))
     with pytest.raises(ModelError, match=message):
-        b.finalize("cpu")
+        b.finalize()
 
 
 # ---------------------------------------------------------------------- transactional builder
@@ -185,7 +185,7 @@ def test_rejected_add_leaves_no_trace_and_the_builder_goes_on(add, message):
     b.add_particle((1.0, 0.0, 1.0))
     b.add_distance(0, 1)
     b.add_hinge(0, 1, (0.5, 0, 1), (0, 0, 1))
-    model = b.finalize("cpu")
+    model = b.finalize()
     state = model.state()
     softsnake.Solver(model).step(state, state, model.control(), 0.01)
     assert np.all(np.isfinite(state.particle_q.numpy())) and np.all(np.isfinite(state.body_q.numpy()))
@@ -220,12 +220,12 @@ def test_worlds_keep_their_own_coordinates():
     assert np.array_equal(scene.hinge_anchor_a[1], world.hinge_anchor_a[0])
     assert np.array_equal(scene.obstacle_pos[1], world.obstacle_pos[0])
     assert np.array_equal(scene.world_offsets(), [[0.0, 0.0, 0.0], [9999.5, -20.0, 3.0]])
-    model = scene.finalize("cpu")
+    model = scene.finalize()
     assert model.world_offset.dtype == np.float64 and np.array_equal(model.world_offset, scene.world_offsets())
     state = model.state()
     assert np.array_equal(model.scene_particle_q(state)[1], [9999.5, -20.0, 4.0])
     assert np.array_equal(model.scene_body_q(state)[3], [10000.5, -20.0, 4.0, 0.0, 0.0, 0.0, 1.0])
-    single = two_bodies().finalize("cpu")
+    single = two_bodies().finalize()
     assert np.array_equal(single.world_offset, np.zeros((1, 3)))
 
 
@@ -257,7 +257,7 @@ def test_finalize_refuses_a_corrupt_builder(corrupt, message):
     b.add_shape_sphere(0, 0.1)
     corrupt(b)
     with pytest.raises(ModelError, match=message):
-        b.finalize("cpu")
+        b.finalize()
 
 
 def test_items_must_stay_in_their_world():
@@ -272,7 +272,7 @@ def test_items_must_stay_in_their_world():
         scene.add_world(world)
     scene.distance_particles[1] = (0, 3)
     with pytest.raises(ModelError, match="corrupt builder: distance 1 of world 1 refers to particle 0 of world 0"):
-        scene.finalize("cpu")
+        scene.finalize()
 
 
 # ---------------------------------------------------------------------- float32 limits
@@ -308,7 +308,7 @@ def test_body_too_heavy_from_its_shapes_is_refused_at_finalize():
     body = b.add_body()
     b.add_shape_sphere(body, 0.5, density=3e38)  # 1.6e38 kg: float32 holds it, but not its inverse
     with pytest.raises(ModelError, match=r"body 0 mass 1.57\d*e\+38 kg is too large for float32.*its inverse .* would become 0"):
-        b.finalize("cpu")
+        b.finalize()
 
 
 def test_fractional_and_nan_indices_are_refused():

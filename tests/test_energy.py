@@ -83,7 +83,7 @@ def test_pendulum_is_accurate_at_small_steps(dt):
     pivot = b.add_particle((0.0, 0.0, 1.0), kinematic=True)
     bob = b.add_particle((length, 0.0, 1.0), mass=1.0)
     b.add_distance(pivot, bob)
-    model = b.finalize("cpu")
+    model = b.finalize()
     solver = softsnake.Solver(model)
     state, control = model.state(), model.control()
     for _ in range(int(round(seconds / dt))):
@@ -100,7 +100,7 @@ def falling_particles(count=3):
         world = softsnake.ModelBuilder()
         world.add_particle((0.0, 0.0, 1.0), velocity=(0.01, 0.0, 0.0), mass=1.0)
         batch.add_world(world)
-    model = batch.finalize("cpu")
+    model = batch.finalize()
     return model, softsnake.Solver(model), model.state(), model.control()
 
 
@@ -133,7 +133,7 @@ def test_spinning_body_is_caught():
     """A body spinning at 1e30 rad/s (far beyond ``max_angular_speed``) is reported, naming its world."""
     b = softsnake.ModelBuilder(gravity=(0.0, 0.0, 0.0))
     b.add_body((0.0, 0.0, 0.0), angular_velocity=(0.0, 0.0, 1.0e30), mass=1.0, inertia=np.eye(3) * 1e-3)
-    model = b.finalize("cpu")
+    model = b.finalize()
     solver = softsnake.Solver(model)
     with pytest.raises(softsnake.SimulationError, match=r"world 0 blew up \((an angular speed above|a non-finite)"):
         solver.step(model.state(), model.state(), model.control(), 0.01)
@@ -149,7 +149,7 @@ def test_unstable_solve_is_caught_at_the_first_step_it_runs_away():
     b = softsnake.ModelBuilder()
     b.add_ground(mu=0.5)
     b.add_soft_mesh(vertices, tets, 1000.0, 1.0e6, 0.3, position=(0.0, 0.0, 0.05), damping=0.01)
-    model = b.finalize("cpu")
+    model = b.finalize()
     mass = model.particle_mass_numpy().astype(np.float64)[:, None]
     budget = {"substeps": 1, "newton_iterations": 2, "linear_iterations": 80}
     unchecked = softsnake.Solver(model, check_finite=False, **budget)

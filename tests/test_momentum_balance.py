@@ -63,7 +63,7 @@ def engine_run(balance, device):
 
 
 def test_balanced_steps_are_the_implicit_euler_steps(device):
-    model = chain_builder(COMPLIANCE, speed=5.0).finalize("cpu")
+    model = chain_builder(COMPLIANCE, speed=5.0).finalize()
     q0 = model.particle_q.numpy().astype(np.float64)
     x, v = q0[1:], model.particle_qd.numpy().astype(np.float64)[1:]
     reference = []

@@ -40,7 +40,7 @@ def pendulum():
     pivot = b.add_particle((0.0, 0.0, 1.0), kinematic=True)
     bob = b.add_particle((0.3, 0.0, 0.6), mass=0.2, velocity=(0.0, 0.4, 0.0))
     b.add_distance(pivot, bob, 0.5, compliance=1e-2, damping=0.01)
-    return b.finalize("cpu"), "particle", 1, "distance_compliance"
+    return b.finalize(), "particle", 1, "distance_compliance"
 
 
 def sliding_particle():
@@ -48,7 +48,7 @@ def sliding_particle():
     b = softsnake.ModelBuilder()
     b.add_ground(mu=0.4)
     b.add_particle((0.0, 0.0, 0.05), velocity=(1.5, 0.3, 0.0), mass=0.3, radius=0.05)
-    return b.finalize("cpu"), "particle", 0, None
+    return b.finalize(), "particle", 0, None
 
 
 def box_on_slope():
@@ -59,7 +59,7 @@ def box_on_slope():
     box = b.add_body((0.05 * math.sin(angle), 0.0, 0.05 * math.cos(angle)),
                      (0.0, math.sin(0.5 * angle), 0.0, math.cos(0.5 * angle)), velocity=(-0.5, 0.2, 0.0))
     b.add_shape_box(box, (0.05, 0.05, 0.05), density=1000.0)
-    return b.finalize("cpu"), "body", 0, None
+    return b.finalize(), "body", 0, None
 
 
 def rolling_sphere():
@@ -70,12 +70,12 @@ def rolling_sphere():
     r = 0.05
     body = b.add_body((0.0, 0.0, r), velocity=(1.0, 0.3, 0.0), angular_velocity=(-0.3 / r, 1.0 / r, 0.0))
     b.add_shape_sphere(body, r, density=500.0)
-    return b.finalize("cpu"), "body", 0, None
+    return b.finalize(), "body", 0, None
 
 
 def hinged_chain():
     """The planar chain of tests/engine_scenes.py (driven prismatic base, hinges, angular springs)."""
-    return chain(True).finalize("cpu"), "body", 2, "spring_stiffness"
+    return chain(True).finalize(), "body", 2, "spring_stiffness"
 
 
 BALANCED = {"momentum_balance": True}

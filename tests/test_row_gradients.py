@@ -38,7 +38,7 @@ def scene_particles():
     spring_end = b.add_particle((1.0, 0.0, 0.5), mass=0.1)
     b.add_distance(pivot, spring_end, 0.8, compliance=1e-3, damping=0.01)
     b.add_particle((2.0, 0.0, 0.05), velocity=(1.5, 0.3, 0.0), mass=0.3, radius=0.05)
-    return b.finalize("cpu")
+    return b.finalize()
 
 
 def scene_bodies():
@@ -51,7 +51,7 @@ def scene_bodies():
     b.add_shape_box(box, (0.05, 0.05, 0.05), density=1000.0)
     arm = b.add_body((0.0, 2.0, 1.5), mass=0.5, inertia=np.diag([1e-3, 1e-3, 1e-3]))
     b.add_hinge(-1, arm, anchor=(0.0, 2.0, 2.0), axis=(0.0, 1.0, 1.0), compliance=1e-6)
-    return b.finalize("cpu")
+    return b.finalize()
 
 
 def pressurise(control):

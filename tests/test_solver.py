@@ -80,7 +80,7 @@ def test_solver_settings_changed_between_steps_take_effect():
     second = b.add_particle((0.6, 0.0, 0.9), mass=0.1)
     b.add_distance(pivot, first)
     b.add_distance(first, second)
-    model = b.finalize("cpu")
+    model = b.finalize()
     control = model.control()
     changed = softsnake.Solver(model, substeps=1, warm_start=False)
     state = model.state()

@@ -19,7 +19,7 @@ import softsnake
 def particle_model():
     b = softsnake.ModelBuilder()
     b.add_particle((0, 0, 1))
-    return b.finalize("cpu")
+    return b.finalize()
 
 
 def robot_scene(worlds=3):
@@ -37,7 +37,7 @@ def robot_scene(worlds=3):
         b.add_angular_spring(-1, base, (0, 0, 1), stiffness=10.0)
         b.add_prismatic(base, arm, (0.1, 0, 1), (1, 0, 0), drive=True, rate=0.01)
         scene.add_world(b)
-    return scene.finalize("cpu")
+    return scene.finalize()
 
 
 @pytest.mark.parametrize("where, name, index", [
@@ -85,7 +85,7 @@ HUGE_ANGLES = textwrap.dedent("""
     b = softsnake.ModelBuilder()
     body = b.add_body((0, 0, 1), mass=1.0, inertia=np.eye(3))
     b.add_angular_spring(-1, body, (0, 0, 1), stiffness=1.0, target=1e9)
-    model = b.finalize("cpu")
+    model = b.finalize()
     solver = softsnake.Solver(model)
     state, control = model.state(), model.control()
     solver.step(state, state, control, 0.01)

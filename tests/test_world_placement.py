@@ -43,7 +43,7 @@ def batch(world, offsets, add_shared):
     add_shared(scene)
     for offset in offsets:
         scene.add_world(world, offset=offset)
-    return scene.finalize("cpu")
+    return scene.finalize()
 
 
 def run_rod(model, seconds):
@@ -126,7 +126,7 @@ def test_shared_obstacles_move_into_each_world_frame():
     offsets = [(0.0, 0.0, 0.0), (10.0, -4.0, 2.0)]
     for offset in offsets:
         scene.add_world(world, offset=offset)
-    model = scene.finalize("cpu")
+    model = scene.finalize()
     # World after world: ground, box (the shared ones), the world's own cylinder, in the builder's order.
     assert model.obstacle_count == 6
     assert model.obstacle_kind.numpy().tolist() == [ObstacleKind.PLANE, ObstacleKind.BOX, ObstacleKind.CYLINDER] * 2

@@ -5,13 +5,19 @@ snake turn (negative: right, positive: left), so the batch shows what running ma
 is for. Every gait option takes one value for all snakes or a comma-separated list of one value per
 snake; ``--sweep NAME=LOW:HIGH`` spreads the snakes' values of one option evenly from LOW to HIGH.
 
-Files in DIR: ``gait.usdc`` (or ``.usda``; the whole scene, for a USD viewer), ``trajectories.csv``
+Files in DIR: ``gait.usdc`` (or ``.usda``; the scene, for a USD viewer), ``trajectories.csv``
 (per frame and snake: centre of mass, heading, and per link curvature and commanded and actual
 chamber pressures; see ``softsnake.robots.snake.trajectories``), ``trajectories.png`` (top view of
-every snake's centre-of-mass path) and ``gait.gif`` (the snakes from above and in perspective).
+every snake's centre-of-mass path) and ``gait.gif`` (the snakes from above and in perspective). The
+USD scene and the GIF show the first ``--pictured-snakes`` snakes (default 16): pictures of a thousand
+snakes take gigabytes and most of a GPU run's time (experiments/results/gpu.md, section 4).
 A run that is interrupted (Ctrl-C) or in which a snake blows up keeps what it computed as
 ``gait.partial.usdc``, ``trajectories.partial.csv``, ``trajectories.partial.png`` and
 ``gait.partial.gif``, and names them.
+
+On the CPU, ``--workers W`` steps the snakes in W processes at once (0: one per CPU core; default 1,
+this process alone): the same outputs bit for bit (softsnake.robots.snake.workers), in about 1/W of
+the time for a batch of at least W snakes.
 
 Printed: per snake, the travel of its centre of mass (forward along the initial heading, lateral to
 its left), the straight-line distance in metres and body lengths, and the change of heading
@@ -36,6 +42,7 @@ from softsnake.robots.snake.trajectories import CSV_NAME, write_trajectories_csv
 from softsnake.units import pa_to_psi, psi_to_pa
 
 from .common import (add_snake_config_option, check_at_least, check_device, check_positive, check_run_size, duration_text, make_output_folder, snake_config)
+from .workers import add_workers_option, check_workers, cores_used, worker_processes
 
 SNAKES_DEFAULT = 3
 SECONDS_DEFAULT = 10.0
@@ -54,6 +61,10 @@ GIF_NAME = "gait.gif"
 PARTIAL = {"csv": "trajectories.partial.csv", "png": "trajectories.partial.png", "gif": "gait.partial.gif"}
 
 
+PICTURED_SNAKES_DEFAULT = 16
+"""Snakes shown in the USD scene and the GIF by default (``--pictured-snakes``)."""
+
+
 def add_arguments(parser):
     parser.add_argument("--snakes", type=int, default=SNAKES_DEFAULT, help="number of snakes (default: %(default)s)")
     parser.add_argument("--seconds", type=float, default=SECONDS_DEFAULT,
@@ -61,6 +72,7 @@ def add_arguments(parser):
     parser.add_argument("--resolution", default="coarse", choices=("paper", "coarse"),
                         help="link mesh resolution (default: %(default)s)")
     parser.add_argument("--device", default="cpu", help="Warp device, cpu or cuda (default: %(default)s)")
+    add_workers_option(parser)
     parser.add_argument("--out", default=".", help="output folder (default: current folder)")
     add_snake_config_option(parser)
     parser.add_argument("--frequency", default=None, help="oscillation frequency f [Hz] (default: 2)")
@@ -81,6 +93,9 @@ def add_arguments(parser):
                         help="USD file format (default: %(default)s)")
     parser.add_argument("--video", action=argparse.BooleanOptionalAction, default=True,
                         help="write DIR/gait.gif, the snakes from above and in perspective (default: on)")
+    parser.add_argument("--pictured-snakes", type=int, default=PICTURED_SNAKES_DEFAULT,
+                        help="the first N snakes go into the USD scene and the GIF; all into the CSV and the "
+                             "summary (0: all; default: %(default)s)")
 
 
 def _parse_values(option, text, snakes):
@@ -147,17 +162,24 @@ def snake_labels(gait):
     return labels
 
 
+def pictured_snakes(args):
+    """How many snakes the USD scene and the GIF show."""
+    return args.snakes if args.pictured_snakes == 0 else min(args.pictured_snakes, args.snakes)
+
+
 def _check_size(args):
     """UsageError unless the run fits this machine's memory and a week of wall time."""
     frames, record_bytes, wall = estimate_run(args.snakes, args.seconds, resolution=args.resolution,
                                               device=args.device)
+    if wall is not None:
+        wall /= cores_used(args, args.snakes)
     try:
         config = load_snake_config(resolution=args.resolution)
     except ConfigError as exc:
         raise UsageError(str(exc)) from None
     section = config.resolution()
     particles = config.link_count * section.section_count * (section.outer_ring_points + 2 * section.chamber_ring_points)
-    pictures = min(frames + 1, FRAMES_MAX + 1) * args.snakes * particles * 12 if args.video else 0
+    pictures = min(frames + 1, FRAMES_MAX + 1) * pictured_snakes(args) * particles * 12 if args.video else 0
     check_run_size(f"--seconds {args.seconds:g} with --snakes {args.snakes}", record_bytes + pictures, wall)
     return frames, wall
 
@@ -197,17 +219,30 @@ def _write_partial(out, simulation, animation, labels, title, usd_path):
 def run(args):
     check_positive("--seconds", args.seconds)
     check_positive("--supply-psi", args.supply_psi)
+    check_at_least("--pictured-snakes", args.pictured_snakes, 0)
+    check_workers(args)
     gait = gait_from_args(args)
     config = snake_config(args)
     check_device(args.device, getattr(args, "verbose", False))
     frames, wall_estimate = _check_size(args)
     out = make_output_folder(args.out)
+    options = {"resolution": args.resolution, "device": args.device, "gait": gait, "latency": args.latency,
+               "supply_pressure": psi_to_pa(args.supply_psi), "seconds": args.seconds, "config": config}
     try:
-        simulation = SnakeSimulation(args.snakes, resolution=args.resolution, device=args.device, gait=gait,
-                                     latency=args.latency, supply_pressure=psi_to_pa(args.supply_psi),
-                                     seconds=args.seconds, config=config)
+        if args.workers == 1:
+            simulation = SnakeSimulation(args.snakes, **options)
+        else:
+            from softsnake.robots.snake.workers import SnakeSimulationWorkers
+
+            simulation = SnakeSimulationWorkers(args.snakes, workers=worker_processes(args), **options)
     except ConfigError as exc:
         raise UsageError(str(exc)) from None
+    with simulation:  # stops the worker processes, also after an interrupt
+        return _simulate(args, simulation, gait, out, wall_estimate)
+
+
+def _simulate(args, simulation, gait, out, wall_estimate):
+    """Run the simulation and write its outputs (or, interrupted or failed, what it computed)."""
     usd_path = out / f"{USD_STEM}.{args.usd_format}" if args.usd else None
     labels = snake_labels(gait)
     title = (f"{args.snakes} snake(s), {args.resolution} mesh, {args.seconds:g} s, "
@@ -216,12 +251,14 @@ def run(args):
     if args.video:
         from softsnake.robots.snake.animation import SnakeAnimation
 
-        animation = SnakeAnimation.for_run(simulation)
+        animation = SnakeAnimation.for_run(simulation, pictured_snakes(args))
     estimate = f", about {duration_text(wall_estimate)} on this CPU" if wall_estimate is not None else ""
+    if args.workers != 1:
+        estimate = f", {simulation.workers} worker processes{estimate}"
     print(f"{title}: {simulation.frame_count} frames of {simulation.dt:.6g} s{estimate}", flush=True)
     start = timer.perf_counter()
     try:
-        trajectories = simulation.run(usd_path=usd_path, progress=True,
+        trajectories = simulation.run(usd_path=usd_path, usd_snakes=pictured_snakes(args), progress=True,
                                       on_frame=None if animation is None else animation.record,
                                       on_frame_every=1 if animation is None else animation.stride)
     except (SimulationError, KeyboardInterrupt) as exc:

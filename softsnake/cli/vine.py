@@ -21,7 +21,6 @@ Exit status 0, or 2 with a one-line message for a bad scene, option or output fo
 import argparse
 import contextlib
 import math
-import os
 import sys
 from pathlib import Path
 
@@ -35,6 +34,7 @@ from softsnake.robots.vine.simulation import (CPU_SECONDS_PER_BODY_STEP, VineBat
                                               specs_from_scene, tips_of, write_tips_csv)
 
 from .common import check_at_least, check_device, check_positive, check_run_size, make_output_folder, safe_file_stem
+from .workers import add_workers_option, check_workers, cores_used, worker_processes
 
 SPREAD_DEFAULT = 0.3
 """Spread of the launch headings of a batch when --spread-heading is not given [rad]."""
@@ -49,8 +49,7 @@ def add_arguments(parser):
     parser.add_argument("--seconds", type=float, default=None, metavar="T",
                         help="simulated time [s] (default: the scene's sim.duration)")
     parser.add_argument("--device", default="cpu", help="Warp device, cpu or cuda (default cpu)")
-    parser.add_argument("--workers", type=int, default=1, metavar="W",
-                        help="CPU processes that share the batch (default 1; 0: one per CPU core)")
+    add_workers_option(parser)
     parser.add_argument("--out", default=".", metavar="DIR", help="output folder (default: current folder)")
     parser.add_argument("--spread-heading", type=float, default=None, metavar="RAD",
                         help=f"spread of the launch angles around the scene's heading [rad] (default: {SPREAD_DEFAULT:g} "
@@ -61,10 +60,7 @@ def add_arguments(parser):
 
 def _check_options(args):
     check_at_least("--vines", args.vines, 1)
-    if args.workers < 0:
-        raise UsageError(f"--workers must be 0 (one per CPU core) or a positive number, got {args.workers}")
-    if args.workers != 1 and str(args.device) != "cpu":
-        raise UsageError(f"--workers splits a batch over CPU processes; with --device {args.device} use --workers 1")
+    check_workers(args)
     if args.seconds is not None:
         check_positive("--seconds", args.seconds)
     if args.spread_heading is not None and not (math.isfinite(args.spread_heading) and args.spread_heading >= 0.0):
@@ -90,7 +86,7 @@ def run(args):
     seconds = scene.sim.duration if args.seconds is None else args.seconds
     steps = max(1, int(round(seconds / scene.sim.dt)))
     bodies = args.vines * scene.vine.body_count
-    cores = 1 if args.workers == 1 else max(1, min(args.vines, args.workers or os.cpu_count() or 1))
+    cores = cores_used(args, args.vines)
     check_run_size(f"--seconds {seconds:g} with --vines {args.vines}", (steps + 1) * bodies * 3 * 8 * 2,
                    steps * bodies * CPU_SECONDS_PER_BODY_STEP / cores if args.device == "cpu" else None)
     check_device(args.device, getattr(args, "verbose", False))
@@ -103,7 +99,7 @@ def run(args):
             else:
                 from softsnake.robots.vine.workers import VineBatchWorkers
 
-                batch = stack.enter_context(VineBatchWorkers(specs, workers=args.workers or None))
+                batch = stack.enter_context(VineBatchWorkers(specs, workers=worker_processes(args)))
         except (ModelError, ConfigError) as exc:
             raise UsageError(f"{scene.source}: {exc}") from None
         return _simulate(args, scene, specs, batch, out, steps)

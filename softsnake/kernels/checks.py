@@ -10,6 +10,9 @@ import warp as wp
 
 from .entities import nonnegative
 
+# Never on a wp.Tape (softsnake.gradients): no backward code, less to compile (tests/kernels/test_backward_options.py).
+wp.set_module_options({"enable_backward": False})
+
 TOO_FAST = wp.constant(1)
 SPINNING = wp.constant(2)
 ENERGY_GROWTH = wp.constant(3)
@@ -43,7 +46,8 @@ def check_worlds(
     """One thread per world, in a fixed order (deterministic): flag a non-finite position or velocity,
     a linear speed above ``max_speed``, an angular speed above ``max_angular_speed``, or kinetic energy
     that grew more than ``energy_growth_limit`` times since the last check from above
-    ``energy_floor`` [J]; store the world's kinetic energy [J] for the next check."""
+    ``energy_floor`` [J]; store the world's kinetic energy [J] for the next check. The flag keeps the
+    worst finding since the host last read and cleared it (``SolverSettings.check_interval``)."""
     w = nonnegative(wp.tid())
     flag = int(0)
     energy = float(0.0)
@@ -80,7 +84,7 @@ def check_worlds(
     if flag < NONFINITE and previous > energy_floor and energy > energy_growth_limit * previous:
         flag = wp.max(flag, ENERGY_GROWTH)
     kinetic_energy[w] = energy
-    world_flag[w] = flag
+    world_flag[w] = wp.max(world_flag[w], flag)
 
 
 @wp.kernel

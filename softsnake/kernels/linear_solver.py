@@ -17,6 +17,9 @@ import warp as wp
 from .entities import nonnegative
 from .operator import gather_transpose_block, row_product, write_inverse_mass_transpose
 
+# Never on a wp.Tape (softsnake.gradients): no backward code, less to compile (tests/kernels/test_backward_options.py).
+wp.set_module_options({"enable_backward": False})
+
 REDUCTION_CHUNK = wp.constant(256)
 """Rows per partial sum of the per-world inner products (chunks never straddle worlds)."""
 
@@ -193,20 +196,23 @@ def row_is_live(
 def trim_columns(
     dof_begin: int,
     dof_end: int,
+    first: int,
+    stride: int,
     JT_offsets: wp.array(dtype=int),
     JT_columns: wp.array(dtype=int),
     row_live: wp.array(dtype=int),
     JT_live_ends: wp.array(dtype=int),
 ):
-    """JT_live_ends[d]: the end of column d of J^T without its trailing rows that are not live."""
-    d = nonnegative(dof_begin)
+    """JT_live_ends[d]: the end of column d of J^T without its trailing rows that are not live, for the
+    columns dof_begin + first, + stride, ... (one thread: first 0, stride 1)."""
+    d = nonnegative(dof_begin + first)
     while d < dof_end:
         begin = nonnegative(JT_offsets[d])
         end = JT_offsets[d + 1]
         while end > begin and row_live[nonnegative(JT_columns[end - 1])] == 0:
             end -= 1
         JT_live_ends[d] = end
-        d += 1
+        d += stride
 
 
 @wp.func
@@ -215,6 +221,8 @@ def world_inverse_mass_transpose(
     particle_end: int,
     body_begin: int,
     body_end: int,
+    first: int,
+    stride: int,
     particle_count: int,
     planar: int,
     JT_offsets: wp.array(dtype=int),
@@ -227,18 +235,19 @@ def world_inverse_mass_transpose(
     body_inv_inertia_world: wp.array(dtype=wp.mat33),
     u: wp.array(dtype=float),
 ):
-    """u = M^-1 J^T x over one world's particles and bodies, where the solver's J reads it.
+    """u = M^-1 J^T x over one world's particles and bodies, where the solver's J reads it: entities
+    first, first + stride, ... of each range (one thread: first 0, stride 1).
 
     In a planar model the solver's J has only the in-plane columns, so a body's u is written at
     x, y and the rotation about z alone: u_rz = (I^-1)_zz g_z, the same number as the z entry of
     I^-1 (0, 0, g_z) (the two other terms of that product are exact zeros).
     """
-    e = particle_begin
+    e = particle_begin + first
     while e < particle_end:
         write_inverse_mass_transpose(e, particle_count, planar, JT_offsets, JT_ends, JT_columns, JT_values, x,
                                      particle_inv_mass, body_inv_mass, body_inv_inertia_world, u)
-        e += 1
-    b = body_begin
+        e += stride
+    b = body_begin + first
     if planar != 0:
         while b < body_end:
             base = nonnegative(3 * particle_count + 6 * b)
@@ -247,12 +256,12 @@ def world_inverse_mass_transpose(
             u[base] = g[0] * inv_mass
             u[base + 1] = g[1] * inv_mass
             u[base + 5] = body_inv_inertia_world[b][2, 2] * g[2]
-            b += 1
+            b += stride
     else:
         while b < body_end:
             write_inverse_mass_transpose(particle_count + b, particle_count, planar, JT_offsets, JT_ends, JT_columns,
                                          JT_values, x, particle_inv_mass, body_inv_mass, body_inv_inertia_world, u)
-            b += 1
+            b += stride
 
 
 @wp.kernel
@@ -321,8 +330,9 @@ def cr_solve_per_world(
             live_end += 1
         i += 1
     # Each column of J^T ends at its last live row.
-    trim_columns(3 * p0, 3 * p1, JT_offsets, JT_columns, row_live, JT_live_ends)
-    trim_columns(3 * particle_count + 6 * b0, 3 * particle_count + 6 * b1, JT_offsets, JT_columns, row_live, JT_live_ends)
+    trim_columns(3 * p0, 3 * p1, 0, 1, JT_offsets, JT_columns, row_live, JT_live_ends)
+    trim_columns(3 * particle_count + 6 * b0, 3 * particle_count + 6 * b1, 0, 1, JT_offsets, JT_columns, row_live,
+                 JT_live_ends)
 
     zAz = float(0.0)
     den = float(0.0)
@@ -341,8 +351,8 @@ def cr_solve_per_world(
                 z[i] = z[i] - alpha * inv_diagonal[i] * Ap[i]
                 j += 1
         # Az = [J M^-1 J^T + E] z and z . Az.
-        world_inverse_mass_transpose(p0, p1, b0, b1, particle_count, planar, JT_offsets, JT_live_ends, JT_columns, JT_values, z,
-                                     particle_inv_mass, body_inv_mass, body_inv_inertia_world, u)
+        world_inverse_mass_transpose(p0, p1, b0, b1, 0, 1, particle_count, planar, JT_offsets, JT_live_ends, JT_columns,
+                                     JT_values, z, particle_inv_mass, body_inv_mass, body_inv_inertia_world, u)
         zAz_new = float(0.0)
         j = r0
         chunk_begin = r0
@@ -382,4 +392,132 @@ def cr_solve_per_world(
                 j += 1
             den += part
             chunk_begin = chunk_end
+        it += 1
+
+
+@wp.func
+def block_sum(value: float):
+    """The sum of ``value`` over the threads of the block (every thread gets it): a tree reduction in
+    shared memory, in a fixed order; also a barrier (the block's earlier writes are visible after it)."""
+    return wp.tile_sum(wp.tile(value))[0]
+
+
+@wp.kernel
+def cr_solve_block_per_world(
+    row_world_start: wp.array(dtype=int),
+    particle_world_start: wp.array(dtype=int),
+    body_world_start: wp.array(dtype=int),
+    particle_count: int,
+    planar: int,
+    iterations: int,
+    tolerance_sq: float,
+    J_offsets: wp.array(dtype=int),
+    J_columns: wp.array(dtype=int),
+    J_values: wp.array(dtype=float),
+    JT_offsets: wp.array(dtype=int),
+    JT_columns: wp.array(dtype=int),
+    JT_values: wp.array(dtype=float),
+    particle_inv_mass: wp.array(dtype=float),
+    body_inv_mass: wp.array(dtype=float),
+    body_inv_inertia_world: wp.array(dtype=wp.mat33),
+    compliance: wp.array(dtype=float),
+    coupling: wp.array(dtype=float),
+    block_start: wp.array(dtype=int),
+    rhs: wp.array(dtype=float),
+    inv_diagonal: wp.array(dtype=float),
+    row_live: wp.array(dtype=int),
+    JT_live_ends: wp.array(dtype=int),
+    u: wp.array(dtype=float),
+    z: wp.array(dtype=float),
+    p: wp.array(dtype=float),
+    Az: wp.array(dtype=float),
+    Ap: wp.array(dtype=float),
+    x: wp.array(dtype=float),
+):
+    """The same preconditioned conjugate residual iteration, one thread block per world
+    (``wp.launch_tiled``): the block's threads share the world's rows and entities (thread t takes
+    t, t + block_dim, ...), and each inner product is a ``block_sum`` of the threads' partial sums.
+
+    A whole solve is one launch, as in ``cr_solve_per_world``, with a block's parallelism inside a
+    world: for large worlds (a soft snake's ~28 000 rows) where one thread per world leaves the GPU
+    idle and the batched solver pays ~9 launches per iteration. The iterates are those of the other
+    two solvers up to float round-off (the inner products add in a tree, not in row chunks) and are
+    deterministic for a given block size; a world's numbers still depend on no other world. Between
+    a phase that writes an array and one that reads other threads' entries of it, a ``block_sum``
+    (of a product the iteration needs, or of 0) is the barrier. On the CPU a block is one thread.
+    """
+    w, lane = wp.tid()
+    threads = wp.block_dim()
+    r0 = nonnegative(row_world_start[w])
+    r1 = row_world_start[w + 1]
+    p0 = nonnegative(particle_world_start[w])
+    p1 = particle_world_start[w + 1]
+    b0 = nonnegative(body_world_start[w])
+    b1 = body_world_start[w + 1]
+
+    # x0 = 0, z0 = P b, p0 = z0, and which rows are live; then each column of J^T ends at its last live row.
+    i = r0 + lane
+    while i < r1:
+        x[i] = 0.0
+        zi = inv_diagonal[i] * rhs[i]
+        z[i] = zi
+        p[i] = zi
+        row_live[i] = int(row_is_live(i, J_offsets, J_values, rhs, coupling))
+        i += threads
+    block_sum(0.0)
+    trim_columns(3 * p0, 3 * p1, lane, threads, JT_offsets, JT_columns, row_live, JT_live_ends)
+    trim_columns(3 * particle_count + 6 * b0, 3 * particle_count + 6 * b1, lane, threads, JT_offsets, JT_columns,
+                 row_live, JT_live_ends)
+    block_sum(0.0)
+
+    zAz = float(0.0)
+    den = float(0.0)
+    zAz_start = float(0.0)
+    it = int(-1)
+    while it < iterations:
+        if it >= 0:
+            # The same value in every thread of the block (from block sums): the block stops together.
+            alpha = cr_step(zAz, zAz_start, den, tolerance_sq)
+            if alpha == 0.0:
+                break
+            i = r0 + lane
+            while i < r1:
+                if row_live[i] != 0:
+                    x[i] = x[i] + alpha * p[i]
+                    z[i] = z[i] - alpha * inv_diagonal[i] * Ap[i]
+                i += threads
+            block_sum(0.0)
+        # Az = [J M^-1 J^T + E] z and z . Az.
+        world_inverse_mass_transpose(p0, p1, b0, b1, lane, threads, particle_count, planar, JT_offsets, JT_live_ends,
+                                     JT_columns, JT_values, z, particle_inv_mass, body_inv_mass, body_inv_inertia_world,
+                                     u)
+        block_sum(0.0)
+        part = float(0.0)
+        i = r0 + lane
+        while i < r1:
+            if row_live[i] != 0:
+                Azi = row_product(i, J_offsets, J_columns, J_values, u, z, compliance, coupling, block_start)
+                Az[i] = Azi
+                part += z[i] * Azi
+            i += threads
+        zAz_new = block_sum(part)
+        # p = z + beta p, A p = A z + beta A p, and A p . P A p for the next step.
+        beta = float(0.0)
+        if it < 0:
+            zAz_start = zAz_new
+        else:
+            beta = cr_ratio(zAz_new, zAz, zAz_start, tolerance_sq)
+        zAz = zAz_new
+        part = float(0.0)
+        i = r0 + lane
+        while i < r1:
+            if row_live[i] != 0:
+                Api = Az[i]
+                if it >= 0:
+                    p[i] = z[i] + beta * p[i]
+                    Api += beta * Ap[i]
+                Ap[i] = Api
+                part += Api * Api * inv_diagonal[i]
+            i += threads
+        den = block_sum(part)
         it += 1

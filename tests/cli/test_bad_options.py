@@ -89,6 +89,7 @@ CASES = [
     (["gait", "--seconds", "-1"], "--seconds"),
     (["gait", "--seconds", "nan"], "--seconds"),
     (["gait", "--snakes", "0"], "--snakes"),
+    (["gait", "--pictured-snakes", "-1"], "--pictured-snakes"),
     (["gait", "--snakes", "2", "--offset", "0,0.1,0.2"], "--offset"),
     (["gait", "--offset", "2"], "offset"),
     (["gait", "--amplitude-psi", "9"], "amplitude"),

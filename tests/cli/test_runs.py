@@ -7,6 +7,7 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -90,18 +91,58 @@ def test_interrupted_gait_keeps_a_readable_partial_usd_and_csv(tmp_path):
     assert stage.GetEndTimeCode() > 0
 
 
-def test_interrupted_vine_workers_leave_no_tracebacks(tmp_path):
-    # Ctrl-C in a terminal reaches the whole process group: the command and its worker processes.
-    process = softsnake("vine", "jitosho_cluttered_1", "--vines", "2", "--workers", "0", "--seconds", "100",
-                        "--out", "out", cwd=tmp_path, start_new_session=True)
-    _wait_for_start(process)
-    time.sleep(8.0)  # the workers started and stepping
+def _interrupt_workers(process, folder, kept):
+    """Ctrl-C to a command that runs worker processes (start_new_session) and the whole of what it
+    then says: exit status 130, no traceback, no Warp line, one message on standard error besides the
+    progress notes, which names every file of ``kept``, each in ``folder``. Ctrl-C in a terminal
+    reaches the whole process group: the command and its worker processes."""
     os.killpg(process.pid, signal.SIGINT)
     out, err = process.communicate(timeout=120)
     assert process.returncode == 130, err
     assert "Traceback" not in err and "Warp" not in err + out
-    lines = [line for line in err.splitlines() if not line.startswith("vine ")]  # progress notes aside
+    lines = [line for line in err.splitlines() if not re.match(r"(vine \S+|gait): \d+/\d+ ", line)]  # progress notes
     assert len(lines) == 1 and "interrupted at t = " in lines[0], err
-    for name in ("jitosho_cluttered_1.partial.usdc", "jitosho_cluttered_1_tips.partial.csv"):
-        assert (tmp_path / "out" / name).is_file()
+    for name in kept:
+        assert (folder / name).is_file()
         assert name in lines[0]
+
+
+def test_interrupted_vine_workers_leave_no_tracebacks(tmp_path):
+    process = softsnake("vine", "jitosho_cluttered_1", "--vines", "2", "--workers", "0", "--seconds", "100",
+                        "--out", "out", cwd=tmp_path, start_new_session=True)
+    _wait_for_start(process)
+    time.sleep(8.0)  # the workers started and stepping
+    _interrupt_workers(process, tmp_path / "out",
+                       ("jitosho_cluttered_1.partial.usdc", "jitosho_cluttered_1_tips.partial.csv"))
+
+
+def _children(pid):
+    """Process ids whose parent is ``pid`` (from /proc)."""
+    children = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            parent = int(stat.read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+        if parent == pid:
+            children.append(int(stat.parent.name))
+    return children
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="finds the worker processes in /proc")
+def test_interrupted_gait_workers_keep_their_frames_and_leave_no_process(tmp_path):
+    process = softsnake("gait", "--snakes", "2", "--workers", "0", "--seconds", "30", "--out", "out", cwd=tmp_path,
+                        start_new_session=True)
+    start = _wait_for_start(process)  # printed once the workers hold their snakes
+    assert f"{min(2, os.cpu_count())} worker processes" in start, start
+    children = _children(process.pid)
+    assert len(children) >= min(2, os.cpu_count())
+    time.sleep(8.0)  # some frames
+    _interrupt_workers(process, tmp_path / "out", ("gait.partial.usdc", "trajectories.partial.csv"))
+    assert not (tmp_path / "out" / "trajectories.csv").exists()
+    # The workers are joined before the command ends; multiprocessing's resource tracker, a child too,
+    # ends when it reads the end of its pipe from the ended command.
+    deadline = time.monotonic() + 10.0
+    while (left := [pid for pid in children if Path(f"/proc/{pid}").exists()]) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not left, "a process of the run outlived it"

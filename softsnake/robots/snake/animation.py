@@ -23,8 +23,9 @@ class SnakeAnimation:
     ``write`` draws what was recorded into a GIF (also after an interrupted run).
     """
 
-    def __init__(self, simulation, stride):
-        self.snake_count = simulation.snake_count
+    def __init__(self, simulation, stride, snakes=None):
+        self.snake_count = simulation.snake_count if snakes is None else min(int(snakes), simulation.snake_count)
+        """The snakes pictured: the first this many of the run."""
         self.dt = simulation.dt
         self.stride = int(stride)
         snake = simulation.snake
@@ -44,15 +45,17 @@ class SnakeAnimation:
         self.times, self._points, self._bodies = [], [], []
 
     @classmethod
-    def for_run(cls, simulation):
-        """An animation of ``simulation`` with the default picture rate (``frame_stride``)."""
-        return cls(simulation, frame_stride(simulation.frame_count, simulation.dt))
+    def for_run(cls, simulation, snakes=None):
+        """An animation of the first ``snakes`` snakes (None: all) of ``simulation`` with the default
+        picture rate (``frame_stride``)."""
+        return cls(simulation, frame_stride(simulation.frame_count, simulation.dt), snakes)
 
     def record(self, time, particles, body_q):
         """Keep one picture: ``particles`` (snakes, particles, 3) and ``body_q`` (snakes, bodies, 7)."""
         self.times.append(float(time))
-        self._points.append(np.array(particles[:, self._link_particles], dtype=np.float32))
-        self._bodies.append(np.array(body_q[:, np.concatenate([self._modules, self._wheels])], dtype=np.float32))
+        n = self.snake_count
+        self._points.append(np.array(particles[:n, self._link_particles], dtype=np.float32))
+        self._bodies.append(np.array(body_q[:n, np.concatenate([self._modules, self._wheels])], dtype=np.float32))
 
     @property
     def frame_count(self):

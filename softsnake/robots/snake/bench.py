@@ -8,9 +8,10 @@ timed frame is bracketed by ``wp.synchronize`` and the median is reported.
 
 Split. "solve" is the time spent in the linear solves (the conjugate residual iterations), as the
 solver times them itself (``Solver(profile=True)``, its ``profile_seconds["solve"]``, each phase
-bracketed by a synchronize); "assembly" is the rest of the frame: prediction, contact detection,
-row evaluation and preparation, position and velocity updates. Assembly + solve = total, as in
-Table II. The chambers are pressurised during timing (the gait at t = 0.1 s) so that the
+bracketed by a synchronize) in frames after the timed ones, as a share of the frame applied to the
+timed total (on a GPU the timed frames run as CUDA graphs, which have no phases to time); "assembly"
+is the rest of the frame: prediction, contact detection, row evaluation and preparation, position
+and velocity updates. Assembly + solve = total, as in Table II. The chambers are pressurised during timing (the gait at t = 0.1 s) so that the
 actuation rows take part.
 """
 
@@ -68,37 +69,58 @@ def case_model(snakes, config, resolution, device):
     return scene.finalize(device), handle, count
 
 
-def time_case(snakes, *, config, resolution, device, frames, warmup, dt=DT_DEFAULT):
+def time_case(snakes, *, config, resolution, device, frames, warmup, dt=DT_DEFAULT, **solver_options):
     """Median times of one case [s]: dict with assembly, solve, total, rows, worlds, memory, the bytes of
-    the case's Warp arrays [B] (see ``softsnake.memory``), and max_particle_speed, the fastest particle
-    after the last frame [m/s] (a blown-up frame raises SimulationError instead)."""
+    the case's Warp arrays [B] (see ``softsnake.memory``), device_memory, what the case took from the
+    CUDA memory pool [B] (NaN on the CPU), solve_share, and max_particle_speed, the
+    fastest particle after the last frame [m/s] (a blown-up frame raises SimulationError instead).
+
+    ``total`` is the median of ``frames`` frames run as in a gait run (on a GPU each frame one CUDA
+    graph, ``SolverSettings.cuda_graph``); then ``frames`` more frames run with the solver's phase
+    timing (every phase bracketed by a synchronize, no graph), whose share of the linear solves
+    (``solve_share``) splits ``total`` into solve and assembly. ``solver_options``: any
+    ``SolverSettings`` field over the paper's budget (``linear_solver="batched"``, ``cuda_graph=False``)."""
+    cuda = wp.get_device(device).is_cuda
+    pool_before = wp.get_mempool_used_mem_current(device) if cuda else 0
     model, handle, count = case_model(snakes, config, resolution, device)
+    result = time_model(model, handle, count, frames=frames, warmup=warmup, dt=dt, **solver_options)
+    result["device_memory"] = wp.get_mempool_used_mem_current(device) - pool_before if cuda else math.nan
+    return result
+
+
+def time_model(model, handle, count, *, frames, warmup, dt=DT_DEFAULT, **solver_options):
+    """``time_case`` on a built case (``case_model``), so that several solvers can time one model
+    (without ``device_memory``)."""
     # The gait runs' solver: its finite check raises SimulationError if a timed frame blows up, which a
     # bench must neither time nor hide (one small copy per frame, as in every gait run).
-    solver = snake_solver(model, profile=True, **PAPER_BUDGET)
+    solver = snake_solver(model, **{**PAPER_BUDGET, **solver_options})
     state, control = model.state(), model.control()
     command = gait_command(GaitParams(snake_count=count), 0.1, handle.link_count)
     control.pressure.assign(chamber_pressures(model, handle.link_channels, command))
     for _ in range(warmup):
         solver.step(state, state, control, dt)
-    totals, solves = [], []
+    totals = []
     for _ in range(frames):
-        solver.reset_profile()
         wp.synchronize()
         start = time.perf_counter()
         solver.step(state, state, control, dt)
         wp.synchronize()
         totals.append(time.perf_counter() - start)
-        solves.append(solver.profile_seconds["solve"])
-    total, solve = float(np.median(totals)), float(np.median(solves))
+    solver.profile = True
+    solver.reset_profile()
+    for _ in range(frames):
+        solver.step(state, state, control, dt)
+    share = solver.profile_seconds["solve"] / max(sum(solver.profile_seconds.values()), 1e-30)
+    total = float(np.median(totals))
     speed = float(np.linalg.norm(state.particle_qd.numpy(), axis=1).max()) if model.particle_count else 0.0
-    return {"assembly": total - solve, "solve": solve, "total": total, "rows": model.row_count, "worlds": count,
-            "memory": array_bytes(model, state, control, solver), "max_particle_speed": speed}
+    return {"assembly": total * (1.0 - share), "solve": total * share, "total": total, "solve_share": share,
+            "rows": model.row_count, "worlds": count, "memory": array_bytes(model, state, control, solver),
+            "max_particle_speed": speed}
 
 
 def device_name(device):
     """A readable name of the Warp device (the processor for the CPU)."""
-    if device == "cpu":
+    if wp.get_device(device).is_cpu:
         return f"CPU ({platform.processor() or platform.machine()}, {os.cpu_count()} cores)"
     return wp.get_device(device).name
 
@@ -122,18 +144,20 @@ def write_bench_csv(path, results):
 def bench_cases(device, max_snakes):
     """Snake counts to time: the single link, 1..max_snakes, and on a GPU the large batches."""
     cases = [LINK_CASE] + list(range(1, max_snakes + 1))
-    if device != "cpu":
+    if not wp.get_device(device).is_cpu:
         cases += [n for n in GPU_EXTRA_SNAKES if n > max_snakes]
     return cases
 
 
-def run_bench(*, device="cpu", resolution="paper", max_snakes=10, frames=5, warmup=2, progress=True, config=None):
+def run_bench(*, device=None, resolution="paper", max_snakes=10, frames=5, warmup=2, progress=True, config=None,
+              cases=None, **solver_options):
     """Time every case; returns {snakes: times} in the order run (see ``time_case``). ``config``: the
-    ``SnakeConfig`` (None: the shipped snake.toml)."""
+    ``SnakeConfig`` (None: the shipped snake.toml); ``cases``: the snake counts (None:
+    ``bench_cases(device, max_snakes)``); ``solver_options``: passed to ``time_case``."""
     config = load_snake_config(resolution=resolution) if config is None else config
     results = {}
-    cases = bench_cases(device, max_snakes)
+    cases = bench_cases(device, max_snakes) if cases is None else cases
     for snakes in progress_notes(cases, desc="bench", unit="case", enabled=progress):
         results[snakes] = time_case(snakes, config=config, resolution=resolution, device=device, frames=frames,
-                                    warmup=warmup)
+                                    warmup=warmup, **solver_options)
     return results

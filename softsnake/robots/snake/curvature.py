@@ -22,6 +22,7 @@ from pathlib import Path
 import numpy as np
 from softsnake.builder import ModelBuilder
 from softsnake.errors import ConfigError
+from softsnake.finalize import is_cpu_device
 from softsnake.output_files import write_csv
 from softsnake.progress import progress as progress_notes
 from softsnake.solver import Solver
@@ -89,14 +90,14 @@ class CurvatureSweep:
         return self.history[-1] - self.history[max(0, len(self.time) - 1 - back)]
 
 
-def simulate_curvature(pressures, *, cap_torques=None, config=None, resolution="coarse", device="cpu",
+def simulate_curvature(pressures, *, cap_torques=None, config=None, resolution="coarse", device=None,
                        seconds=SECONDS_DEFAULT, dt=DT_DEFAULT, damping_time=STAND_DAMPING_TIME, progress=True):
     """Run one stand link per pressure, all in one batch, and record its curvature.
 
     pressures: signed chamber over-pressure per world [Pa] (< 0: left chamber 0, > 0: right chamber 1)
     cap_torques: external torque about +z on each world's free cap [N m] (None: none)
     config: ``SnakeConfig`` (None: the shipped snake.toml); resolution: link mesh resolution name
-    device: Warp device; seconds: simulated time [s]; dt: frame step [s]
+    device: Warp device (None: Warp's default); seconds: simulated time [s]; dt: frame step [s]
     damping_time: damping time of the stand's link [s]
     Returns a ``CurvatureSweep``.
     """
@@ -208,14 +209,14 @@ def check_sweep(psi, *, fit_limit_psi=FIT_LIMIT_PSI):
     return psi
 
 
-def estimate_sweep(pressure_count, seconds, *, resolution="coarse", dt=DT_DEFAULT, device="cpu"):
+def estimate_sweep(pressure_count, seconds, *, resolution="coarse", dt=DT_DEFAULT, device=None):
     """What a sweep of ``pressure_count`` stand links for ``seconds`` [s] needs: (frames [-], bytes
     [B], estimated wall time [s] on the CPU, None on a GPU)."""
     frames = int(round(seconds / dt))
     model = MODEL_BYTES_PER_LINK.get(resolution, MODEL_BYTES_PER_LINK["paper"])
     memory = pressure_count * (model + 8 * (frames + 1))
     per_frame = CPU_SECONDS_PER_LINK_FRAME.get(resolution, CPU_SECONDS_PER_LINK_FRAME["paper"])
-    wall = frames * pressure_count * per_frame if str(device) == "cpu" else None
+    wall = frames * pressure_count * per_frame if is_cpu_device(device) else None
     return frames, memory, wall
 
 

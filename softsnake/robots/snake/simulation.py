@@ -19,6 +19,9 @@ in ``SnakeSimulation.trajectories``.
 Snakes stand side by side along y, ``spacing`` apart, all heading +x; worlds never interact. The
 engine simulates every snake in its own frame (the same trajectory wherever it stands); the
 recorded observations, USD and animations are in scene coordinates.
+
+On the CPU, ``SnakeSimulationWorkers`` (softsnake.robots.snake.workers) runs the same simulation with
+its snakes split over worker processes, each holding a share of the row (``first_snake``), bit for bit.
 """
 
 import contextlib
@@ -28,6 +31,7 @@ import numpy as np
 
 from softsnake.builder import ModelBuilder
 from softsnake.errors import ConfigError, SimulationError
+from softsnake.finalize import is_cpu_device
 from softsnake.progress import progress as progress_notes
 from softsnake.solver import Solver
 from softsnake.validation import positive_integer, positive_number
@@ -95,7 +99,7 @@ def snake_solver(model, *, profile=False, **overrides):
     return Solver(model, profile=profile, **{**SNAKE_BUDGET, **overrides})
 
 
-def estimate_run(snake_count, seconds, *, resolution="coarse", dt=DT_DEFAULT, link_count=4, device="cpu"):
+def estimate_run(snake_count, seconds, *, resolution="coarse", dt=DT_DEFAULT, link_count=4, device=None):
     """What a gait run of ``snake_count`` snakes for ``seconds`` [s] will need, before building it:
     (frames [-], bytes it holds (model and records) [B], estimated wall time [s] on the CPU, None
     on a GPU)."""
@@ -103,7 +107,7 @@ def estimate_run(snake_count, seconds, *, resolution="coarse", dt=DT_DEFAULT, li
     record = (frames + 1) * snake_count * (RECORD_BYTES_PER_SNAKE + RECORD_BYTES_PER_LINK * link_count)
     record += snake_count * MODEL_BYTES_PER_SNAKE.get(resolution, MODEL_BYTES_PER_SNAKE["paper"])
     per_frame = CPU_SECONDS_PER_SNAKE_FRAME.get(resolution, CPU_SECONDS_PER_SNAKE_FRAME["paper"])
-    wall = frames * snake_count * per_frame if str(device) == "cpu" else None
+    wall = frames * snake_count * per_frame if is_cpu_device(device) else None
     return frames, record, wall
 
 
@@ -125,7 +129,7 @@ class SnakeSimulation:
 
     snake_count: number of snakes [-]
     resolution: link mesh resolution, a name in the config ("paper" or "coarse")
-    device: Warp device ("cpu", "cuda", "cuda:0", ...)
+    device: Warp device ("cpu", "cuda", "cuda:0", ...; None: Warp's default device)
     gait: ``GaitParams`` for one snake (shared) or for every snake; None: the paper's gait
     latency: True to pass commands through the valve latency model, False to apply them at once
     supply_pressure: supply pressure p_s of the latency model [Pa]
@@ -135,11 +139,18 @@ class SnakeSimulation:
     spacing: distance between neighbouring snakes along y [m]
     substeps, newton_iterations, linear_iterations: solver budget; None: the snake's (``SNAKE_BUDGET``
         over ``SolverSettings``; the paper ran 2, 4, 20)
+    first_snake: place of the first of these snakes in a longer row [-]: snake k stands at
+        (first_snake + k) * spacing (a worker's share of a row, softsnake.robots.snake.workers)
+
+    ``model``, ``solver``, ``state`` and ``control`` are the engine's objects of the run (a test may
+    swap the solver before ``run``). ``close`` (or leaving a ``with`` block) frees what the simulation
+    holds besides its arrays (the worker processes of a ``SnakeSimulationWorkers``).
     """
 
-    def __init__(self, snake_count, *, resolution="coarse", device="cpu", gait=None, latency=True,
+    def __init__(self, snake_count, *, resolution="coarse", device=None, gait=None, latency=True,
                  supply_pressure=SUPPLY_PRESSURE_DEFAULT, dt=DT_DEFAULT, seconds=5.0, config=None,
-                 spacing=SPACING_DEFAULT, substeps=None, newton_iterations=None, linear_iterations=None):
+                 spacing=SPACING_DEFAULT, substeps=None, newton_iterations=None, linear_iterations=None,
+                 first_snake=0):
         positive_integer("snake_count", snake_count)
         for name, value in (("dt", dt), ("seconds", seconds), ("spacing", spacing)):
             positive_number(name, value)
@@ -158,27 +169,42 @@ class SnakeSimulation:
                 f"gait amplitude {self.gait.amplitude.max():.6g} Pa exceeds the supply pressure "
                 f"{self.latency.supply_pressure:.6g} Pa")
 
+        self.trajectories = None
+        """What the last ``run`` recorded (``SnakeTrajectories``), up to its last good frame if it blew up."""
+        budget = {"substeps": substeps, "newton_iterations": newton_iterations, "linear_iterations": linear_iterations}
+        self._build_worlds(resolution, device, {k: v for k, v in budget.items() if v is not None}, int(first_snake))
+        self._total_mass = self._particle_mass.sum(axis=1) + self._body_mass.sum(axis=1)
+
+    def _build_worlds(self, resolution, device, budget, first_snake):
+        """Build the snakes' model, solver, state and control; set ``snake`` (the ``SnakeHandle`` of one
+        world) and the masses of every snake's particles and bodies (snake_count, -1) [kg]."""
         world = ModelBuilder()
         self.snake = add_snake(world, self.config, resolution, heading=HEADING)
         scene = ModelBuilder()
         scene.add_ground(mu=self.config.friction)
-        scene.replicate(world, self.snake_count, spacing=(0.0, self.spacing, 0.0))
+        if first_snake:
+            for k in range(first_snake, first_snake + self.snake_count):
+                scene.add_world(world, offset=(0.0, k * self.spacing, 0.0))  # replicate's k * spacing
+        else:
+            scene.replicate(world, self.snake_count, spacing=(0.0, self.spacing, 0.0))
         self.model = scene.finalize(device)
-        budget = {"substeps": substeps, "newton_iterations": newton_iterations, "linear_iterations": linear_iterations}
-        self.solver = snake_solver(self.model, **{k: v for k, v in budget.items() if v is not None})
+        self.solver = snake_solver(self.model, **budget)
         self.state = self.model.state()
-        self.trajectories = None
-        """What the last ``run`` recorded (``SnakeTrajectories``), up to its last good frame if it blew up."""
         self.control = self.model.control()
-
-        m = self.model
         self._particles_per_snake = world.particle_count
         self._bodies_per_snake = world.body_count
-        particle_mass = m.particle_mass_numpy().reshape(self.snake_count, -1)
-        body_mass = m.body_mass_numpy.reshape(self.snake_count, -1)
-        self._particle_mass = particle_mass
-        self._body_mass = body_mass
-        self._total_mass = particle_mass.sum(axis=1) + body_mass.sum(axis=1)
+        self._particle_mass = self.model.particle_mass_numpy().reshape(self.snake_count, -1)
+        self._body_mass = self.model.body_mass_numpy.reshape(self.snake_count, -1)
+
+    def close(self):
+        """Free what the simulation holds besides its arrays: nothing here, the worker processes of a
+        ``SnakeSimulationWorkers``."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc_info):
+        self.close()
 
     # ------------------------------------------------------------------ per-frame observations
     def _positions(self):
@@ -210,17 +236,24 @@ class SnakeSimulation:
         """
         return gait_command(self.gait, time, self.config.link_count)[:, ::-1]
 
-    def _apply_pressure(self, differential):
-        """Drive the active chamber of every link with the differential pressure [Pa]."""
+    _frames_ahead = 0
+    """Frames whose pressures ``run`` hands ``_advance`` ahead (worker processes start them early)."""
+
+    def _advance(self, differential, upcoming=()):
+        """One frame of the engine: drive the active chamber of every link with the differential pressure
+        (snake_count, link_count) [Pa] and step the solver by ``dt``; a SimulationError of the solver
+        names the snake that blew up (its ``world``). ``upcoming``: the differential pressures of the
+        next frames (``_frames_ahead`` of them, fewer at the end), which later calls will pass."""
         self.control.pressure.assign(chamber_pressures(self.model, self.snake.link_channels, differential))
+        self.solver.step(self.state, self.state, self.control, self.dt)
 
     # ------------------------------------------------------------------ USD
-    def _usd_scene(self, recorder, particles):
+    def _usd_scene(self, recorder, particles, snakes):
         config = self.config
-        recorder.add_ground(size=max(4.0, 2.0 * self.snake_count * self.spacing))
+        recorder.add_ground(size=max(4.0, 2.0 * snakes * self.spacing))
         cap, wheel = config.cap, config.wheel
         meshes, bodies = [], []
-        for s in range(self.snake_count):
+        for s in range(snakes):
             group = recorder.add_group(f"snake_{s:03d}")
             for i, link in enumerate(self.snake.links):
                 meshes.append((recorder.add_mesh(f"link_{i}", link.surface_triangles, particles[s, link.particles],
@@ -244,11 +277,14 @@ class SnakeSimulation:
             body_transforms={handle: (body_q[s, b, :3], body_q[s, b, 3:7]) for handle, s, b in bodies})
 
     # ------------------------------------------------------------------ run
-    def run(self, *, usd_path=None, usd_fps=USD_FPS_DEFAULT, progress=True, on_frame=None, on_frame_every=1):
+    def run(self, *, usd_path=None, usd_fps=USD_FPS_DEFAULT, usd_snakes=None, progress=True, on_frame=None,
+            on_frame_every=1):
         """Simulate all frames and return ``SnakeTrajectories``.
 
         usd_path: write the scene to this .usda/.usdc/.usd file (None: no USD)
         usd_fps: frames per second written to USD [1/s] (rounded to a whole number of frames)
+        usd_snakes: the first this many snakes go into the USD scene (None: all; a scene of 1024 snakes
+            takes about 1.6 s per written frame and gigabytes)
         progress: report progress on standard error (``softsnake.progress``)
         on_frame: None, or a function of (time [s], particles (snakes, particles, 3) [m], body_q
             (snakes, bodies, 7)) called at t = 0 and every ``on_frame_every`` frames (an animation's
@@ -274,7 +310,17 @@ class SnakeSimulation:
         com[0], curvature[0], yaw[0] = self._observe(particles, body_q)
         if on_frame is not None:
             on_frame(0.0, particles, body_q)
-        done = 0
+        done = planned = 0
+
+        def plan(last):
+            """Commands and pressures of the frames up to ``last``: the gait is open loop, they do not
+            depend on the snakes' state."""
+            nonlocal planned
+            for ahead in range(planned + 1, min(last, frames) + 1):
+                command[ahead] = self._link_commands(time[ahead])
+                chambers[ahead] = self.latency.step(command[ahead], self.dt)
+                pressure[ahead] = self.latency.differential
+            planned = max(planned, min(last, frames))
 
         def record(count):
             return SnakeTrajectories(time, com, curvature, command, pressure, HEADING, snake_length(self.config),
@@ -289,15 +335,13 @@ class SnakeSimulation:
         try:
             with recorder or contextlib.nullcontext():
                 if recorder is not None:
-                    usd_meshes, usd_bodies = self._usd_scene(recorder, particles)
+                    pictured = self.snake_count if usd_snakes is None else min(int(usd_snakes), self.snake_count)
+                    usd_meshes, usd_bodies = self._usd_scene(recorder, particles, pictured)
                     self._usd_frame(recorder, 0.0, usd_meshes, usd_bodies, particles, body_q)
                 for frame in progress_notes(range(1, frames + 1), desc="gait", unit="frame", enabled=progress):
-                    command[frame] = self._link_commands(time[frame])
-                    chambers[frame] = self.latency.step(command[frame], self.dt)
-                    pressure[frame] = self.latency.differential
-                    self._apply_pressure(pressure[frame])
+                    plan(frame + self._frames_ahead)
                     try:
-                        self.solver.step(self.state, self.state, self.control, self.dt)
+                        self._advance(pressure[frame], pressure[frame + 1:planned + 1])
                     except SimulationError as exc:
                         raise SimulationError(
                             f"snake {exc.world} blew up ({exc.reason or 'a non-finite input'}) at t = {time[frame]:.4f} s; "

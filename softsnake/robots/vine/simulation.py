@@ -143,7 +143,7 @@ class VineBatch:
     """Many vines, one world each, simulated together.
 
     specs: list of VineSpec (same link count)
-    device: Warp device ("cpu", "cuda", ...)
+    device: Warp device ("cpu", "cuda", ...; None: Warp's default device)
     growth: "uniform" or "tip" (module docstring)
     link_extension_max: largest opening of a prismatic joint in tip growth [m]
     friction: friction coefficient between the tube and the obstacles (seed 000: 0)
@@ -154,7 +154,7 @@ class VineBatch:
     steering_latency: False sets the muscle pressures to their commands at once
     """
 
-    def __init__(self, specs, *, device="cpu", growth="uniform", link_extension_max=None, friction=0.0,
+    def __init__(self, specs, *, device=None, growth="uniform", link_extension_max=None, friction=0.0,
                  stall_force=None, solver_options=None, steering_latency=True):
         specs = list(specs)
         link_count = batch_link_count(specs)

@@ -172,7 +172,7 @@ def test_element_modulus_factor_scales_only_the_tetrahedra():
         builder = ModelBuilder()
         add_soft_link(builder, config, resolution, position=(0.0, 0.0, 0.0), rotation=(0.0, 0.0, 0.0, 1.0))
         built.append(builder)
-    scaled, plain = (b.finalize("cpu") for b in built)
+    scaled, plain = (b.finalize() for b in built)
     factor = config.resolution("coarse").element_modulus_factor
     # The tetrahedra's modulus is scaled; the distance rows (the actuation rows included) keep theirs.
     assert scaled.tet_youngs_modulus.numpy() == pytest.approx(factor * plain.tet_youngs_modulus.numpy(), rel=1e-6)

@@ -124,7 +124,7 @@ def push_module(config, force, seconds=0.5, dt=1.0 / 120.0, **solver_options):
     builder = softsnake.ModelBuilder()
     builder.add_ground(mu=config.friction)
     module, _ = add_module(builder, config, position=(0.0, 0.0, module_height(config)), rotation=(0, 0, 0, 1))
-    model = builder.finalize("cpu")
+    model = builder.finalize()
     solver = softsnake.Solver(model, **solver_options)
     state, control = model.state(), model.control()
     wrench = np.zeros((model.body_count, 6), dtype=np.float32)

@@ -67,6 +67,24 @@ def test_usd_time_samples_and_points(recorded):
     assert not path.with_name("gait.partial.usda").exists()
 
 
+def test_usd_scene_and_animation_picture_the_first_snakes(coarse, tmp_path):
+    """``usd_snakes`` / the animation's ``snakes``: the first N snakes are pictured (a GPU batch of a thousand
+    would take gigabytes), every snake is still simulated and recorded in the trajectories."""
+    from softsnake.robots.snake.animation import SnakeAnimation
+
+    path = tmp_path / "gait.usda"
+    simulation = SnakeSimulation(3, config=coarse, seconds=2 * DT, dt=DT)
+    animation = SnakeAnimation(simulation, 1, snakes=2)
+    trajectories = simulation.run(usd_path=path, usd_fps=1.0 / DT, usd_snakes=1, progress=False,
+                                  on_frame=animation.record)
+    stage = Usd.Stage.Open(str(path))
+    assert stage.GetPrimAtPath("/World/snake_000/link_0").IsA(UsdGeom.Mesh)
+    assert not stage.GetPrimAtPath("/World/snake_001").IsValid()
+    assert animation.snake_count == 2 and animation.frame_count == 3
+    assert len(animation.parts(0)) == 2 * (1 + 3 * coarse.module_count)  # links, modules, two wheels each
+    assert trajectories.com.shape == (3, 3, 3)
+
+
 def test_diverging_snake_is_named(coarse, tmp_path):
     """A NaN velocity in snake 1 makes its state non-finite in the first step: the run stops with an
     error naming snake 1, the sample at t = 0 is kept and the USD file is left clearly partial."""

@@ -62,7 +62,7 @@ def test_planar_vine_moves_as_the_full_model():
         builder = softsnake.ModelBuilder(gravity=(0.0, 0.0, 0.0), planar=planar)
         add_vine(builder, vine)
         add_obstacles(builder, obstacles)
-        model = builder.finalize("cpu")
+        model = builder.finalize()
         solver = softsnake.Solver(model, **SOLVER_DEFAULTS)
         state, control = model.state(), model.control()
         for _ in range(45):
@@ -94,7 +94,7 @@ def test_prismatic_slider_under_gravity_matches_implicit_euler():
     b = softsnake.ModelBuilder()
     body = b.add_body((0.2, 0.1, 0.0), mass=0.5, inertia=np.diag([1e-3, 2e-3, 3e-3]), angular_velocity=(1.0, -2.0, 0.5))
     b.add_prismatic(-1, body, anchor=(0.2, 0.1, 0.0), axis=axis)
-    model = b.finalize("cpu")
+    model = b.finalize()
     solver = softsnake.Solver(model, substeps=2)
     state, control = model.state(), model.control()
     steps, h = 60, 0.005
@@ -124,7 +124,7 @@ def test_free_prismatic_pair_keeps_axis_and_momentum():
     second = b.add_body(0.1 * axis, q, mass=0.2, inertia=np.diag([1e-3, 1e-3, 2e-3]), velocity=0.3 * axis + [0.0, 0.0, -0.2],
                         angular_velocity=(0.0, -1.0, 0.0))
     b.add_prismatic(first, second, anchor=(0.0, 0.0, 0.0), axis=axis)
-    model = b.finalize("cpu")
+    model = b.finalize()
     solver = softsnake.Solver(model, substeps=4, newton_iterations=6)
     state, control = model.state(), model.control()
     mass = np.array([0.3, 0.2])

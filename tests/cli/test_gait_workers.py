@@ -1,0 +1,38 @@
+"""``softsnake gait --workers W``: the snakes stepped in W processes write what one process writes; bad
+values are refused in one line. (An interrupted run: tests/cli/test_runs.py.)"""
+
+import pytest
+
+from softsnake.builder import ModelBuilder
+from softsnake.cli import main
+
+RUN = ["gait", "--snakes", "2", "--seconds", "0.05", "--no-usd", "--no-video"]
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--workers", "-1"], "--workers must be 0 (one per CPU core) or a positive number, got -1"),
+    (["--workers", "2", "--device", "cuda"], "--workers splits a batch over CPU processes; with --device cuda use --workers 1"),
+    (["--workers", "0", "--device", "cuda:0"], "with --device cuda:0 use --workers 1"),
+])
+def test_bad_workers_are_one_line(capfd, monkeypatch, tmp_path, argv, message):
+    monkeypatch.setattr(ModelBuilder, "finalize", lambda *a, **k: pytest.fail("a model was built"))
+    monkeypatch.setattr("multiprocessing.context.SpawnProcess.start", lambda self: pytest.fail("a process started"))
+    assert main(["gait", *argv, "--out", str(tmp_path / "out")]) == 2
+    out, err = capfd.readouterr()
+    assert out == "" and len(err.splitlines()) == 1, err
+    assert err.startswith("softsnake gait: error: ") and message in err
+    assert not (tmp_path / "out").exists()
+
+
+def test_workers_write_the_same_trajectories(tmp_path, capsys):
+    """``--workers 2`` and ``--workers 0`` (one per core) write the trajectories CSV of one process byte
+    for byte."""
+    csv = {}
+    for workers in ("1", "2", "0"):
+        out = tmp_path / workers
+        assert main([*RUN, "--workers", workers, "--out", str(out)]) == 0
+        csv[workers] = (out / "trajectories.csv").read_bytes()
+    start = capsys.readouterr().out.splitlines()
+    assert csv["2"] == csv["1"] and csv["0"] == csv["1"]
+    assert any("frames of 0.00833333 s, 2 worker processes, about" in line for line in start), start
+
