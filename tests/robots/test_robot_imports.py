@@ -19,6 +19,7 @@ def _modules_after_import(module):
     ("softsnake.robots.snake.simulation", "softsnake.robots.vine"),
     ("softsnake.robots.vine.simulation", "softsnake.robots.snake"),
     ("softsnake.robots.vine.workers", "softsnake.robots.snake"),
+    ("softsnake.robots.snake.workers", "softsnake.robots.vine"),
 ])
 def test_robot_imports_without_the_other_robot_or_usd(module, other_robot):
     loaded = _modules_after_import(module)
