@@ -185,17 +185,21 @@ class ModelBuilder(BuilderTables, *BUILDER_METHODS):
         self._check_world_builder(builder)
         return self._append_world(builder, checked_position(offset, "world offset"))
 
-    def replicate(self, builder, count, *, spacing=(0.0, 0.0, 0.0)):
-        """Append ``count`` copies of ``builder`` as independent worlds, copy k placed at k * spacing [m].
+    def replicate(self, builder, count, *, spacing=(0.0, 0.0, 0.0), first=0):
+        """Append ``count`` copies of ``builder`` as independent worlds, copy k placed at (first + k) *
+        spacing [m] (``first``: where these copies start in a longer row, e.g. a worker's share of it).
 
         Each copy is simulated in its own frame, as with ``add_world``: the copies' trajectories are
         the same wherever they are placed, and ``spacing`` applies in the outputs only. Returns the
         new worlds' indices; a spacing that places a copy beyond the position bound adds none.
         """
         count = whole_count(count, "replicate count")
+        first = index_value(first, "replicate first")
+        if first < 0:
+            raise ModelError(f"replicate first must be at least 0, got {first}")
         spacing = vector(spacing, 3, "replicate spacing")
         self._check_world_builder(builder)
-        offsets = [checked_position(k * spacing, f"replicate offset of copy {k}") for k in range(count)]
+        offsets = [checked_position(k * spacing, f"replicate offset of copy {k}") for k in range(first, first + count)]
         return [self._append_world(builder, offset) for offset in offsets]
 
     def world_offsets(self):

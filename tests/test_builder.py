@@ -170,7 +170,20 @@ REJECTED_ADDS = [
     (lambda b: b.add_ground(normal=(0, 0, 0)), r"obstacle 0 \(ground\) normal is zero"),
     (lambda b: b.add_world(softsnake.ModelBuilder()), "already holds items of world 0"),
     (lambda b: b.replicate(softsnake.ModelBuilder(), 1.5), "replicate count must be an integer"),
+    (lambda b: b.replicate(softsnake.ModelBuilder(), 2, first=-1), "replicate first must be at least 0"),
 ]
+
+
+def test_replicate_from_first_places_copies_as_in_the_longer_row():
+    """``replicate(..., first=3)`` places its copies where copies 3 and 4 of one longer row stand (a worker's
+    share of a row), and they are simulated in their own frames as any copy."""
+    world = softsnake.ModelBuilder()
+    world.add_particle((0.0, 0.0, 1.0), mass=1.0)
+    row, share = softsnake.ModelBuilder(), softsnake.ModelBuilder()
+    row.replicate(world, 5, spacing=(0.0, 0.7, 0.0))
+    share.replicate(world, 2, spacing=(0.0, 0.7, 0.0), first=3)
+    assert np.array_equal(share.world_offsets(), row.world_offsets()[3:5])
+    assert np.array_equal(share.finalize().particle_q.numpy(), row.finalize().particle_q.numpy()[3:5])
 
 
 @pytest.mark.parametrize("add, message", REJECTED_ADDS)

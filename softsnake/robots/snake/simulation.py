@@ -182,11 +182,7 @@ class SnakeSimulation:
         self.snake = add_snake(world, self.config, resolution, heading=HEADING)
         scene = ModelBuilder()
         scene.add_ground(mu=self.config.friction)
-        if first_snake:
-            for k in range(first_snake, first_snake + self.snake_count):
-                scene.add_world(world, offset=(0.0, k * self.spacing, 0.0))  # replicate's k * spacing
-        else:
-            scene.replicate(world, self.snake_count, spacing=(0.0, self.spacing, 0.0))
+        scene.replicate(world, self.snake_count, spacing=(0.0, self.spacing, 0.0), first=first_snake)
         self.model = scene.finalize(device)
         self.solver = snake_solver(self.model, **budget)
         self.state = self.model.state()
