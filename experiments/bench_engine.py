@@ -30,6 +30,7 @@ import numpy as np
 import warp as wp
 
 import softsnake
+from softsnake.cli.common import positive_int_list
 from softsnake.meshing import box_tet_mesh
 from softsnake.output_files import write_csv
 
@@ -47,16 +48,6 @@ def world_builder(cells):
     vertices, tets = box_tet_mesh(size=(BLOCK_SIDE,) * 3, cells=(cells,) * 3, tets_per_cell=5)
     builder.add_soft_mesh(vertices, tets, BLOCK_DENSITY, BLOCK_YOUNGS, BLOCK_POISSON, position=(0.0, 0.0, BLOCK_SIDE / 2))
     return builder, len(tets)
-
-
-def positive_int_list(text):
-    try:
-        values = [int(v) for v in text.split(",") if v.strip()]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected comma-separated positive integers, got {text!r}") from None
-    if not values or min(values) < 1:
-        raise argparse.ArgumentTypeError(f"expected comma-separated positive integers, got {text!r}")
-    return values
 
 
 def positive_int(text):

@@ -22,7 +22,8 @@ import warp as wp
 
 from softsnake.cli.common import make_output_folder, results_folder
 from softsnake.output_files import write_dict_csv
-from softsnake.robots.snake.bench import LINK_CASE, MB, PAPER_TABLE_2, case_model, device_name, time_model
+from softsnake.robots.snake.bench import (LINK_CASE, MB, PAPER_TABLE_2, case_model, device_name, pool_used,
+                                          time_model)
 from softsnake.robots.snake.config import load_snake_config
 
 TARGET_ONE_SNAKE_MS = 2.0
@@ -40,11 +41,6 @@ def counts(text):
     if not values or min(values) <= 0:
         raise argparse.ArgumentTypeError(f"expected comma-separated snake counts (0.25: one link), got {text!r}")
     return values
-
-
-def pool_used(device):
-    """Bytes in use in the device's CUDA memory pool (NaN on the CPU)."""
-    return wp.get_mempool_used_mem_current(device) if wp.get_device(device).is_cuda else math.nan
 
 
 def label(snakes):

@@ -100,7 +100,7 @@ def operator_of(solver):
     m = solver.model
     n = m.row_count
     t = wp.zeros(n, dtype=float, device=m.device)
-    largest = int(np.max(np.diff(m.row_world_start)))
+    largest = m.largest_world_rows
 
     def matvec(x, y, z, alpha, beta):
         for command in multiply_commands(solver, x, t):
@@ -162,7 +162,7 @@ def measure(solver, replays, repeats):
     solver.rhs.assign(rhs / max(float(np.abs(rhs).max()), 1e-30))
     A, P = operator_of(solver)
     results, reference = {}, None
-    largest = int(np.max(np.diff(solver.model.row_world_start)))
+    largest = solver.model.largest_world_rows
     # One GPU thread per world takes ~1 s per solve of a paper-mesh snake: only for small worlds.
     first = ("per_world",) if largest <= PER_WORLD_MAX_ROWS else ()
     for variant in (*first, "batched", "block", *(f"block:{t}" for t in BLOCK_THREADS), "warp_cr"):
@@ -219,7 +219,7 @@ def main(argv=None):
     for kind, count in args.cases:
         solver = snake_system(count, args.device) if kind == "snake" else vine_system(count, args.device)
         m = solver.model
-        largest = int(np.max(np.diff(m.row_world_start)))
+        largest = m.largest_world_rows
         for variant, (seconds, residual, difference) in measure(solver, args.replays, args.repeats).items():
             print(f"{kind + ':' + str(count):>12s} {m.world_count:6d} {m.row_count:9d} {largest:8d} | {variant:>9s} "
                   f"{1e3 * seconds:9.3f} {residual:9.2e} {difference:12.2e}", flush=True)

@@ -27,7 +27,6 @@ Usage: python experiments/vine_runtime.py [--out DIR] [--device cpu|cuda] [--qui
        [--sizes 1,64,4096] [--bodies 30,60]
 """
 
-import argparse
 import os
 import sys
 import time
@@ -35,7 +34,7 @@ import time
 import numpy as np
 import warp as wp
 
-from softsnake.cli.common import experiment_parser, make_output_folder
+from softsnake.cli.common import experiment_parser, make_output_folder, positive_int_list
 from softsnake.output_files import write_dict_csv
 from softsnake.plotting import new_figure, save, styled
 from softsnake.robots.vine.benchmarks import SINGLE_DT, SINGLE_STEPS, runtime_vine_specs, spread_batch_specs
@@ -176,22 +175,14 @@ def plot(single, batch, device_name, path):
     save(figure, path)
 
 
-def int_list(text):
-    """Comma-separated positive integers (an option's value)."""
-    values = [int(v) for v in text.split(",") if v.strip().isdigit()]
-    if not values or len(values) != len(text.split(",")) or min(values) < 1:
-        raise argparse.ArgumentTypeError(f"expected comma-separated positive integers, got {text!r}")
-    return values
-
-
 def main(argv=None):
     parser = experiment_parser(__doc__, __file__)
     parser.add_argument("--device", default="cpu", help="Warp device (default cpu)")
     parser.add_argument("--quick", action="store_true", help="fewer sizes (30 and 60 bodies; batches up to 64)")
-    parser.add_argument("--links", type=int_list, default=None, help="links of the batch study (default 10,15,20,40)")
-    parser.add_argument("--sizes", type=int_list, default=None,
+    parser.add_argument("--links", type=positive_int_list, default=None, help="links of the batch study (default 10,15,20,40)")
+    parser.add_argument("--sizes", type=positive_int_list, default=None,
                         help="batch sizes (default 1,4,16,64,256,1024; with --quick up to 64)")
-    parser.add_argument("--bodies", type=int_list, default=None,
+    parser.add_argument("--bodies", type=positive_int_list, default=None,
                         help="bodies of the one-vine study (default 20..100; with --quick 30,60)")
     args = parser.parse_args(argv)
     out = make_output_folder(args.out)

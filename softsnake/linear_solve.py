@@ -11,7 +11,6 @@ world once its residual has fallen by ``linear_tolerance``.
 
 import functools
 
-import numpy as np
 import warp as wp
 
 from .kernels import linear_solver, operator
@@ -57,23 +56,20 @@ def solve_commands(solver):
     """dlam ~= [J M^-1 J^T + E]^-1 rhs, per world."""
     m = solver.model
     tolerance_sq = solver.linear_tolerance * solver.linear_tolerance
-    if solver.linear_solver == "block":
-        largest = int(np.max(np.diff(m.row_world_start))) if m.world_count else 1
-        return [solver.record(linear_solver.cr_solve_block_per_world, m.world_count, [
+    if solver.linear_solver in ("block", "per_world"):
+        # The same system for both whole-solve kernels; the per-world one also compacts the live rows.
+        inputs = [
             m.row_world_start_device, m.particle_world_start_device, m.body_world_start_device, m.particle_count,
             solver.planar, solver.linear_iterations, tolerance_sq, m.solve_offsets, m.solve_columns,
             solver.J_solve_values, m.JT_offsets, m.JT_columns, solver.JT_values, m.particle_inv_mass, m.body_inv_mass,
             solver.body_inv_inertia_world, solver.compliance_eff, solver.coupling_eff, m.row_block_start, solver.rhs,
-            solver.inv_diagonal, solver.row_live, solver.JT_live_ends],
-            outputs=[solver.u, solver.z, solver.p, solver.Az, solver.Ap, solver.dlam], block_threads=block_threads(largest))]
-    if solver.linear_solver == "per_world":
-        return [solver.record(linear_solver.cr_solve_per_world, m.world_count, [
-            m.row_world_start_device, m.particle_world_start_device, m.body_world_start_device, m.particle_count,
-            solver.planar, solver.linear_iterations, tolerance_sq, m.solve_offsets, m.solve_columns,
-            solver.J_solve_values, m.JT_offsets, m.JT_columns, solver.JT_values, m.particle_inv_mass, m.body_inv_mass,
-            solver.body_inv_inertia_world, solver.compliance_eff, solver.coupling_eff, m.row_block_start, solver.rhs,
-            solver.inv_diagonal, solver.row_live, solver.live_rows, solver.JT_live_ends],
-            outputs=[solver.u, solver.z, solver.p, solver.Az, solver.Ap, solver.dlam])]
+            solver.inv_diagonal, solver.row_live]
+        outputs = [solver.u, solver.z, solver.p, solver.Az, solver.Ap, solver.dlam]
+        if solver.linear_solver == "block":
+            return [solver.record(linear_solver.cr_solve_block_per_world, m.world_count, inputs + [solver.JT_live_ends],
+                                  outputs=outputs, block_threads=block_threads(m.largest_world_rows))]
+        return [solver.record(linear_solver.cr_solve_per_world, m.world_count,
+                              inputs + [solver.live_rows, solver.JT_live_ends], outputs=outputs)]
     n, W, s = m.row_count, m.world_count, solver
     commands = [s.record(linear_solver.cr_start, n, [s.rhs, s.inv_diagonal], outputs=[s.dlam, s.z, s.p])]
     commands += multiply_commands(s, s.z, s.Az)

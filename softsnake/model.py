@@ -201,6 +201,11 @@ class Model:
         """A new Control with zero pressures and the rest joint targets."""
         return Control(self)
 
+    @property
+    def largest_world_rows(self):
+        """Rows of the model's largest world [-] (0 without worlds): what sizes a per-world solve."""
+        return int(np.max(np.diff(self.row_world_start))) if self.world_count else 0
+
     def world_slice(self, kind, world):
         """Index range of ``kind`` ("particle", "body", "row", "pressure_channel", or a constraint type's name such
         as "distance", "spring") in one world."""

@@ -44,8 +44,7 @@ def auto_linear_solver(model):
     are fewer worlds than the GPU has multiprocessors (1 / 10 / 32 snakes: 30.6 / 57.8 / 72.7 ms against
     84.5 / 151 / 168 for one block per world, which leaves most of the GPU idle), "block" from then on
     (128 snakes: 198 against 204 ms, 256: 262 against 341, 1024: 876 against 1295)."""
-    largest_world = int(np.max(np.diff(model.row_world_start))) if model.world_count else 0
-    if model.device.is_cpu or largest_world <= PER_WORLD_MAX_ROWS:
+    if model.device.is_cpu or model.largest_world_rows <= PER_WORLD_MAX_ROWS:
         return "per_world"
     return "block" if model.world_count >= model.device.sm_count else "batched"
 

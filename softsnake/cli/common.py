@@ -145,6 +145,17 @@ def results_folder(script):
     return Path(script).resolve().parent / "results"
 
 
+def positive_int_list(text):
+    """Comma-separated positive integers, an experiment option's value ("1,8,64")."""
+    try:
+        values = [int(v) for v in text.split(",") if v.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated positive integers, got {text!r}") from None
+    if not values or min(values) < 1:
+        raise argparse.ArgumentTypeError(f"expected comma-separated positive integers, got {text!r}")
+    return values
+
+
 def experiment_parser(doc, script):
     """The argument parser of an experiment script: described by the first line of its docstring
     ``doc``, with ``--out`` defaulting to ``results_folder(script)``. Warp's module-loading

@@ -80,12 +80,16 @@ def time_case(snakes, *, config, resolution, device, frames, warmup, dt=DT_DEFAU
     timing (every phase bracketed by a synchronize, no graph), whose share of the linear solves
     (``solve_share``) splits ``total`` into solve and assembly. ``solver_options``: any
     ``SolverSettings`` field over the paper's budget (``linear_solver="batched"``, ``cuda_graph=False``)."""
-    cuda = wp.get_device(device).is_cuda
-    pool_before = wp.get_mempool_used_mem_current(device) if cuda else 0
+    pool_before = pool_used(device)
     model, handle, count = case_model(snakes, config, resolution, device)
     result = time_model(model, handle, count, frames=frames, warmup=warmup, dt=dt, **solver_options)
-    result["device_memory"] = wp.get_mempool_used_mem_current(device) - pool_before if cuda else math.nan
+    result["device_memory"] = pool_used(device) - pool_before
     return result
+
+
+def pool_used(device):
+    """Bytes in use in the device's CUDA memory pool [B] (NaN on the CPU, which has none)."""
+    return wp.get_mempool_used_mem_current(device) if wp.get_device(device).is_cuda else math.nan
 
 
 def time_model(model, handle, count, *, frames, warmup, dt=DT_DEFAULT, **solver_options):
