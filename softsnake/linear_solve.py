@@ -5,8 +5,9 @@ running the whole solve (``kernels.linear_solver.cr_solve_per_world``: many smal
 CPU, where every launch costs tens of microseconds); one thread block per world running the whole
 solve (``cr_solve_block_per_world``: large worlds on a GPU, one launch); or one kernel per operation
 over all rows of all worlds with per-world reductions and step sizes ("batched"). All compute the
-same iterates (the block's up to round-off: its inner products add in a tree), and all stop a
-world once its residual has fallen by ``linear_tolerance``.
+same iterates, up to round-off: the block's inner products add in a tree, and so do the batched
+solver's on a GPU (on the CPU, where a block is one thread, batched and per-world are bit-identical).
+All stop a world once its residual has fallen by ``linear_tolerance``.
 """
 
 import functools
@@ -25,13 +26,15 @@ def inverse_mass_transpose_command(solver, x, u):
 
 
 def world_dot_commands(solver, a, b, result, weight=None):
-    """result[w] = sum over world w's rows of a b (weight), in a fixed order."""
+    """result[w] = sum over world w's rows of a b (weight), in a fixed order: each chunk of rows by one
+    thread block, then each world's chunk sums by one block (on the CPU, as the per-world solve adds)."""
     m = solver.model
+    largest_world_chunks = -(-m.largest_world_rows // linear_solver.REDUCTION_CHUNK)
     return [solver.record(linear_solver.reduce_chunks, m.chunk_count, [
                 a, b, a if weight is None else weight, 0 if weight is None else 1, m.chunk_start, m.chunk_end],
-                outputs=[solver.partial]),
+                outputs=[solver.partial], block_threads=block_threads(linear_solver.REDUCTION_CHUNK)),
             solver.record(linear_solver.reduce_worlds, m.world_count, [solver.partial, m.world_chunk_start],
-                          outputs=[result])]
+                          outputs=[result], block_threads=block_threads(largest_world_chunks))]
 
 
 def multiply_commands(solver, x, y):
@@ -44,8 +47,9 @@ def multiply_commands(solver, x, y):
 
 
 def block_threads(rows):
-    """Threads of a block of ``cr_solve_block_per_world`` for worlds of at most ``rows`` rows: a few
-    rows per thread, a whole number of warps, at most 256 (so that many worlds fill the GPU)."""
+    """Threads of a block that shares at most ``rows`` rows (a world of ``cr_solve_block_per_world``, a
+    chunk of an inner product): a few rows per thread, a whole number of warps, at most 256 (so that
+    many blocks fill the GPU)."""
     threads = 32
     while threads < 256 and threads * 8 < rows:
         threads *= 2

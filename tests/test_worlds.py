@@ -110,10 +110,21 @@ def test_runaway_speed_raises_before_it_overflows():
         softsnake.Solver(model, max_speed=0.0)
 
 
+def assert_batched_matches_per_world(batched, per_world, device):
+    """On the CPU the batched solver's inner products add in the per-world solver's order (a thread block is one
+    thread): bit-identical. On a GPU they add in a tree over a block's threads: within 1e-4 m (the bound of the
+    block solver's test below; round-off carried through contacts for 0.5 s)."""
+    if device == "cpu":
+        assert np.array_equal(batched, per_world)
+    else:
+        assert np.abs(batched - per_world).max() < 1e-4
+
+
 def test_per_world_and_batched_linear_solvers_agree(device):
-    """The one-thread-per-world solve and the batched kernels compute bit-identical iterates (0.5 s of soft cubes, rods, particles)."""
+    """The one-thread-per-world solve and the batched kernels compute the same iterates (0.5 s of soft cubes, rods,
+    particles): bit-identical on the CPU, to round-off on a GPU (``assert_batched_matches_per_world``)."""
     batched, per_world = (three_world_positions(device, linear_solver=solver) for solver in ("batched", "per_world"))
-    assert np.array_equal(batched, per_world)
+    assert_batched_matches_per_world(batched, per_world, device)
 
 
 def planar_world_builder(k):
@@ -154,7 +165,8 @@ def three_world_positions(device, planar=False, push_at=None, **solver_options):
 
 def test_per_world_and_batched_linear_solvers_agree_in_planar_models(device):
     """Planar models (in-plane solve, planar shortcuts of the per-world solve): the per-world and batched solvers
-    compute bit-identical iterates (0.5 s of particles, a hinged rod and a rolling ball on the ground)."""
+    compute the same iterates (0.5 s of particles, a hinged rod and a rolling ball on the ground; bit-identical on
+    the CPU, to round-off on a GPU)."""
     results = []
     for linear_solver in ("batched", "per_world"):
         batch = softsnake.ModelBuilder(gravity=(0.0, -9.81, 0.0), planar=True)
@@ -168,7 +180,7 @@ def test_per_world_and_batched_linear_solvers_agree_in_planar_models(device):
             solver.step(state, state, control, 1.0 / 60.0)
         results.append((state.particle_q.numpy(), state.body_q.numpy()))
     for batched, per_world in zip(*results):
-        assert np.array_equal(batched, per_world)
+        assert_batched_matches_per_world(batched, per_world, device)
     # The run is not vacuous: every world's particles fell to the ground, its rod swung, its ball rolled.
     particles, bodies = results[1]
     assert np.all(np.abs(particles[:, 1] - 0.02) < 1e-3)

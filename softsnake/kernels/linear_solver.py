@@ -3,9 +3,12 @@
 The product with the system matrix is matrix-free: u = M^-1 J^T x (one thread per particle or
 body, gathering from the explicit CSR of J^T: see ``integration.apply_inverse_mass_transpose``),
 then y = J u + E x (one thread per row). Every inner product is reduced per world in two
-deterministic passes: fixed chunks of rows that never straddle two worlds, then one thread per
-world over its chunks. Chunk boundaries depend only on a row's position inside its world, so a
-world computes bit for bit the same numbers whichever other worlds share the batch.
+deterministic passes: fixed chunks of rows that never straddle two worlds, each summed by one
+thread block, then each world's chunk sums by one block. A block adds in a fixed tree (thread t
+takes items t, t + block_dim, ...; then ``block_sum``), so the order depends only on the block size;
+on the CPU a block is one thread, and the order is the rows' own, as in ``cr_solve_per_world``.
+Chunk boundaries depend only on a row's position inside its world, so a world computes bit for bit
+the same numbers whichever other worlds share the batch.
 
 Loops over index ranges are written as while loops: on the CPU they compile to tighter code
 than ``for k in range(begin, end)``, which matters in the innermost loops; for the same reason
@@ -25,19 +28,26 @@ REDUCTION_CHUNK = wp.constant(256)
 
 
 @wp.func
-def chunk_dot(a: wp.array(dtype=float), b: wp.array(dtype=float), weight: wp.array(dtype=float), use_weight: int,
-              begin: int, end: int):
-    """Sum over rows begin..end of a * b (* weight), in row order."""
+def block_sum(value: float):
+    """The sum of ``value`` over the threads of the block (every thread gets it): a tree reduction in
+    shared memory, in a fixed order; also a barrier (the block's earlier writes are visible after it)."""
+    return wp.tile_sum(wp.tile(value))[0]
+
+
+@wp.func
+def strided_dot(a: wp.array(dtype=float), b: wp.array(dtype=float), weight: wp.array(dtype=float), use_weight: int,
+                begin: int, end: int, stride: int):
+    """Sum over rows begin, begin + stride, ... (< end) of a * b (* weight), in that order."""
     s = float(0.0)
     i = begin
     if use_weight != 0:
         while i < end:
             s += a[i] * b[i] * weight[i]
-            i += 1
+            i += stride
     else:
         while i < end:
             s += a[i] * b[i]
-            i += 1
+            i += stride
     return s
 
 
@@ -51,9 +61,14 @@ def reduce_chunks(
     chunk_end: wp.array(dtype=int),
     partial: wp.array(dtype=float),
 ):
-    """partial[chunk] = sum over the chunk's rows of a * b (* weight)."""
-    c = wp.tid()
-    partial[c] = chunk_dot(a, b, weight, use_weight, chunk_start[c], chunk_end[c])
+    """partial[chunk] = sum over the chunk's rows of a * b (* weight): one thread block per chunk
+    (``wp.launch_tiled``), thread t summing rows t, t + block_dim, ..., then a ``block_sum``. On the
+    CPU a block is one thread: the chunk's rows in order, as ``cr_solve_per_world`` adds them."""
+    c, lane = wp.tid()
+    s = strided_dot(a, b, weight, use_weight, chunk_start[c] + lane, chunk_end[c], wp.block_dim())
+    total = block_sum(s)
+    if lane == 0:
+        partial[c] = total
 
 
 @wp.kernel
@@ -62,11 +77,17 @@ def reduce_worlds(
     world_chunk_start: wp.array(dtype=int),
     result: wp.array(dtype=float),
 ):
-    w = wp.tid()
+    """result[world] = sum of the world's chunk sums: one thread block per world, as ``reduce_chunks``
+    (on the CPU the chunks in order)."""
+    w, lane = wp.tid()
     s = float(0.0)
-    for c in range(world_chunk_start[w], world_chunk_start[w + 1]):
+    c = world_chunk_start[w] + lane
+    while c < world_chunk_start[w + 1]:
         s += partial[c]
-    result[w] = s
+        c += wp.block_dim()
+    total = block_sum(s)
+    if lane == 0:
+        result[w] = total
 
 
 @wp.kernel
@@ -393,13 +414,6 @@ def cr_solve_per_world(
             den += part
             chunk_begin = chunk_end
         it += 1
-
-
-@wp.func
-def block_sum(value: float):
-    """The sum of ``value`` over the threads of the block (every thread gets it): a tree reduction in
-    shared memory, in a fixed order; also a barrier (the block's earlier writes are visible after it)."""
-    return wp.tile_sum(wp.tile(value))[0]
 
 
 @wp.kernel
