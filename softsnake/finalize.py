@@ -42,21 +42,32 @@ def resolve_device(device):
 
 def check_bodies(builder):
     """Every dynamic body has a mass and an inertia whose inverses float32 holds (shapes with a density
-    add up to them, so they are checked here, once all are added)."""
-    for b in range(builder.body_count):
-        if builder.body_kinematic[b]:
-            continue
-        if builder.body_mass[b] <= 0.0:
-            raise ModelError(f"body {b} has zero mass: give add_body(mass=...) or a shape density")
-        inverse_representable(builder.body_mass[b], f"body {b} mass")
-        I = builder.body_inertia[b]
-        moments = np.linalg.eigvalsh(0.5 * (I + I.T))
-        if not np.allclose(I, I.T, atol=1e-12 * max(1.0, np.abs(I).max())) or np.any(moments <= 0):
-            raise ModelError(f"body {b} inertia must be symmetric positive definite, got {I.tolist()}")
-        if moments.max() > INVERSE_LIMIT or moments.min() < FLOAT32_TINY:
-            raise ModelError(f"body {b} inertia has principal moments {moments.tolist()} kg m^2: float32, in which the "
-                             f"model is simulated, holds neither them and their inverses outside "
-                             f"[{FLOAT32_TINY:.2g}, {INVERSE_LIMIT:.2g}]")
+    add up to them, so they are checked here, once all are added). All bodies at once; the first
+    failing one is named."""
+    dynamic = np.flatnonzero(~np.asarray(builder.body_kinematic, dtype=bool))
+    if len(dynamic) == 0:
+        return
+    mass = np.asarray(builder.body_mass, dtype=np.float64)[dynamic]
+    inertia = np.asarray(builder.body_inertia, dtype=np.float64).reshape(-1, 3, 3)[dynamic]
+    moments = np.linalg.eigvalsh(0.5 * (inertia + inertia.transpose(0, 2, 1)))
+    scale = 1e-12 * np.maximum(1.0, np.abs(inertia).max(axis=(1, 2)))
+    transposed = inertia.transpose(0, 2, 1)
+    asymmetric = ~np.all(np.abs(inertia - transposed) <= scale[:, None, None] + 1e-5 * np.abs(transposed),
+                         axis=(1, 2))  # np.allclose(I, I.T, atol=scale), body by body
+    bad = (mass <= 0.0) | (mass > INVERSE_LIMIT) | asymmetric | (moments.min(axis=1) <= 0.0) | \
+        (moments.max(axis=1) > INVERSE_LIMIT) | (moments.min(axis=1) < FLOAT32_TINY)
+    if not bad.any():
+        return
+    k = int(np.argmax(bad))
+    b, I = int(dynamic[k]), inertia[k]
+    if mass[k] <= 0.0:
+        raise ModelError(f"body {b} has zero mass: give add_body(mass=...) or a shape density")
+    inverse_representable(mass[k], f"body {b} mass")
+    if asymmetric[k] or moments[k].min() <= 0:
+        raise ModelError(f"body {b} inertia must be symmetric positive definite, got {I.tolist()}")
+    raise ModelError(f"body {b} inertia has principal moments {moments[k].tolist()} kg m^2: float32, in which the "
+                     f"model is simulated, holds neither them and their inverses outside "
+                     f"[{FLOAT32_TINY:.2g}, {INVERSE_LIMIT:.2g}]")
 
 
 def check_planar(builder):
@@ -99,6 +110,17 @@ def upload_obstacles(m, builder, arr):
     m.obstacle_world = arr(table.world, int)
 
 
+INDEX_LIMIT = 2**31 - 1
+"""Largest index Warp's ``int`` (int32) holds: the sparse arrays index J's nonzeros with it."""
+
+
+def check_index_range(count, what):
+    """ModelError if ``count`` items cannot be indexed by Warp's int32 (they would wrap around)."""
+    if count > INDEX_LIMIT:
+        raise ModelError(f"the model has {count} {what}, more than Warp's int32 indices reach ({INDEX_LIMIT}); "
+                         "split its worlds over several models")
+
+
 def finalize_model(builder, device):
     """The Model of ``builder`` on ``device`` (see ``ModelBuilder.finalize``)."""
     dev = resolve_device(device)
@@ -113,6 +135,7 @@ def finalize_model(builder, device):
     groups = [(ctype.name, columns[ctype.name]["world"], ctype.item_entities(columns[ctype.name], P),
                ctype.rows_per_item(builder.planar), ctype.block_rows(builder.planar)) for ctype in CONSTRAINT_TYPES]
     layout = lay_out_rows(groups, world_count, P)
+    check_index_range(len(layout.J_columns), "nonzeros of J")
     keep = kept_columns(P, B, builder.planar)
     solve_offsets, solve_columns, solve_source, JT_offsets, JT_columns, JT_source = solve_layout(
         layout.J_offsets, layout.J_columns, keep)
@@ -178,9 +201,12 @@ def finalize_model(builder, device):
     m.row_block_start = arr(layout.row_block_start, int)
     m.J_offsets = arr(layout.J_offsets, int, 1)
     m.J_columns = arr(layout.J_columns, int)
-    m.solve_offsets = arr(solve_offsets, int, 1)
-    m.solve_columns = arr(solve_columns, int)
-    m.solve_source = arr(solve_source, int)
+    if m.solve_compact:
+        m.solve_offsets = arr(solve_offsets, int, 1)
+        m.solve_columns = arr(solve_columns, int)
+        m.solve_source = arr(solve_source, int)
+    else:  # the solver's J is J: the same arrays, and no gather
+        m.solve_offsets, m.solve_columns, m.solve_source = m.J_offsets, m.J_columns, arr([], int)
     m.JT_offsets = arr(JT_offsets, int, 1)
     m.JT_columns = arr(JT_columns, int)
     m.JT_source = arr(JT_source, int)

@@ -15,6 +15,7 @@ which planar rows leave zero.
 from dataclasses import dataclass
 
 import numpy as np
+import scipy.sparse
 
 from softsnake.kernels.linear_solver import REDUCTION_CHUNK
 
@@ -46,52 +47,59 @@ def entity_columns(entities, particle_count):
 def lay_out_rows(groups, world_count, particle_count):
     """The row layout of ``groups``: one per constraint type, in row order within a world, each a tuple
     (name, item worlds (n,), item entities (n, k) with -1 padding, rows per item, block rows per item:
-    see ``ConstraintType.block_rows``)."""
-    row_type, row_item, row_k, row_world, row_entities, block_of_row = [], [], [], [], [], []
-    width = max([1] + [entities.shape[1] for _, _, entities, _, _ in groups])
-    for t, (_, worlds, entities, rows_per_item, block_rows) in enumerate(groups):
-        n = len(worlds)
-        items = np.repeat(np.arange(n), rows_per_item)
-        row_type.append(np.full(len(items), t))
-        row_item.append(items)
-        row_k.append(np.tile(np.arange(rows_per_item), n))
-        row_world.append(np.asarray(worlds, dtype=np.int64)[items])
-        padded = np.full((n, width), -1, dtype=np.int64)
-        padded[:, :entities.shape[1]] = entities
-        row_entities.append(padded[items])
-        blocks = np.array([-1 if b is None else b for b in block_rows], dtype=np.int64)
-        block_of_row.append(np.tile(blocks, n))
-    row_type, row_item, row_k, row_world = (np.concatenate(a) for a in (row_type, row_item, row_k, row_world))
-    row_entities, block_of_row = np.concatenate(row_entities), np.concatenate(block_of_row)
-    order = np.lexsort((row_k, row_item, row_type, row_world))
-    row_type, row_item, row_k, row_world = row_type[order], row_item[order], row_k[order], row_world[order]
-    row_entities, block_of_row = row_entities[order], block_of_row[order]
-    rows = np.arange(len(order))
+    see ``ConstraintType.block_rows``).
 
-    first_row = {}
-    for t, (name, worlds, _, _, _) in enumerate(groups):
-        first = np.zeros(len(worlds), dtype=np.int64)
-        starts = (row_type == t) & (row_k == 0)
-        first[row_item[starts]] = rows[starts]
+    Computed item by item, never by sorting rows: an item's first row is its world's first row, plus
+    the rows of the earlier types in that world, plus its rank among its type's items of that world
+    times the rows per item; all rows of an item touch the same columns, so J's columns are each
+    item's column pattern written once per row."""
+    W, T = world_count, len(groups)
+    worlds = [np.asarray(w, dtype=np.int64) for _, w, _, _, _ in groups]
+    rows_per_type = np.zeros((W, T), dtype=np.int64)
+    for t, (_, _, _, rows_per_item, _) in enumerate(groups):
+        rows_per_type[:, t] = np.bincount(worlds[t], minlength=W) * rows_per_item
+    world_row_start = np.concatenate([[0], np.cumsum(rows_per_type.sum(axis=1))]).astype(np.int64)
+    type_row_start = world_row_start[:-1, None] + np.cumsum(rows_per_type, axis=1) - rows_per_type
+    row_count = int(world_row_start[-1])
+
+    first_row, patterns = {}, []
+    nnz_per_row = np.zeros(row_count, dtype=np.int64)
+    block_start = np.arange(row_count, dtype=np.int64)
+    for t, (name, _, entities, rows_per_item, block_rows) in enumerate(groups):
+        w = worlds[t]
+        by_world = np.argsort(w, kind="stable")
+        rank = np.empty(len(w), dtype=np.int64)
+        rank[by_world] = np.arange(len(w)) - np.searchsorted(w[by_world], w[by_world])
+        first = type_row_start[w, t] + rows_per_item * rank
         first_row[name] = first
-    block_start = rows.copy()
-    coupled = block_of_row >= 0
-    item_first = np.zeros(len(rows), dtype=np.int64)
-    for t, (name, _, _, _, _) in enumerate(groups):
-        of_type = row_type == t
-        item_first[of_type] = first_row[name][row_item[of_type]]
-    block_start[coupled] = item_first[coupled] + block_of_row[coupled]
-
-    # CSR of J: each row's entities in order, each expanded into its 3 or 6 columns.
-    row_of_entry, entity = np.nonzero(row_entities >= 0)  # row-major: rows in order, entities in order
-    entity = row_entities[row_of_entry, entity]
-    start, widths = entity_columns(entity, particle_count)
-    nnz_per_row = np.bincount(row_of_entry, weights=widths, minlength=len(rows)).astype(np.int64)
+        rows = first[:, None] + np.arange(rows_per_item)  # (items, rows per item)
+        for k, b in enumerate(block_rows):
+            if b is not None:
+                block_start[rows[:, k]] = first + b
+        # Each item's columns: its entities in order, each expanded into its 3 or 6 columns.
+        entities = np.asarray(entities, dtype=np.int64)
+        start, width = entity_columns(np.maximum(entities, 0), particle_count)
+        width = np.where(entities >= 0, width, 0)
+        nnz_per_row[rows] = width.sum(axis=1)[:, None]
+        patterns.append((first, rows_per_item, start, width))
     J_offsets = np.concatenate([[0], np.cumsum(nnz_per_row)]).astype(np.int64)
-    J_columns = np.repeat(start, widths) + (np.arange(int(widths.sum())) - np.repeat(np.cumsum(widths) - widths, widths))
-    world_row_start = np.searchsorted(row_world, np.arange(world_count + 1)).astype(np.int64)
+    J_columns = np.empty(int(J_offsets[-1]), dtype=np.int64)
+    for first, rows_per_item, start, width in patterns:
+        # Items whose entities have the same widths share a pattern shape: one gather per shape (a
+        # type has one or two: particles only, or particles and bodies).
+        shape_code = (width // 3) @ (3 ** np.arange(width.shape[1]))  # widths 0, 3, 6: base-3 digits
+        for code in np.unique(shape_code):
+            items = np.flatnonzero(shape_code == code)
+            widths = width[items[0]]
+            slot = np.repeat(np.arange(len(widths)), widths)  # the entity of each entry of the row
+            within = np.arange(len(slot)) - np.repeat(np.cumsum(widths) - widths, widths)  # its column in it
+            pattern = start[items][:, slot] + within  # (items, entries per row)
+            entries = rows_per_item * len(slot)  # an item's rows are consecutive: one block of entries
+            target = J_offsets[first[items]][:, None] + np.arange(entries)
+            J_columns[target] = np.tile(pattern, (1, rows_per_item))
+    row_world = np.repeat(np.arange(W, dtype=np.int64), np.diff(world_row_start))
     return RowLayout(row_world=row_world, row_block_start=block_start, world_row_start=world_row_start,
-                     J_offsets=J_offsets, J_columns=J_columns.astype(np.int64), first_row=first_row)
+                     J_offsets=J_offsets, J_columns=J_columns, first_row=first_row)
 
 
 def kept_columns(particle_count, body_count, planar):
@@ -109,18 +117,20 @@ def solve_layout(J_offsets, J_columns, keep):
 
     Returns offsets, columns and source of J's kept entries, and offsets, columns and source of
     J^T: a gather of J's values fills both (no atomics). Inside a column of J^T, entries follow
-    the row order.
+    the row order (SciPy's CSR to CSC conversion, one counting pass, keeps it).
     """
     row_count, dof_count = len(J_offsets) - 1, len(keep)
-    nnz_rows = np.repeat(np.arange(row_count), np.diff(J_offsets))
-    source = np.flatnonzero(keep[J_columns])
-    offsets = np.zeros(row_count + 1, dtype=np.int64)
-    offsets[1:] = np.cumsum(np.bincount(nnz_rows[source], minlength=row_count))
-    columns = J_columns[source]
-    order = np.lexsort((nnz_rows[source], columns))
-    transpose_offsets = np.zeros(dof_count + 1, dtype=np.int64)
-    transpose_offsets[1:] = np.cumsum(np.bincount(columns, minlength=dof_count))
-    return offsets, columns, source, transpose_offsets, nnz_rows[source][order], source[order]
+    if keep.all():
+        offsets, columns, source = J_offsets, J_columns, np.arange(len(J_columns))
+    else:
+        kept = keep[J_columns]
+        source = np.flatnonzero(kept)
+        offsets = np.concatenate([[0], np.cumsum(kept, dtype=np.int64)])[J_offsets]  # kept entries before each row
+        columns = J_columns[source]
+    # source + 1: no stored entry is 0, which a conversion may drop. SciPy picks its index type (int32
+    # where it holds them), as the upload to Warp's int arrays does.
+    transpose = scipy.sparse.csr_matrix((source + 1, columns, offsets), shape=(row_count, dof_count)).tocsc()
+    return offsets, columns, source, transpose.indptr, transpose.indices, transpose.data - 1
 
 
 def reduction_chunks(world_row_start):

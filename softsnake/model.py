@@ -173,11 +173,11 @@ class Model:
         self.solve_compact: bool = False
         """Whether the solver's J leaves out columns of J (planar models)."""
         self.solve_offsets: wp.array = None
-        """CSR row offsets of the solver's J, int, shape (row_count + 1,)."""
+        """CSR row offsets of the solver's J, int, shape (row_count + 1,) (``J_offsets`` itself unless compact)."""
         self.solve_columns: wp.array = None
-        """Columns of the solver's J, int, shape (solve_nnz,)."""
+        """Columns of the solver's J, int, shape (solve_nnz,) (``J_columns`` itself unless compact)."""
         self.solve_source: wp.array = None
-        """Index into J's values of each entry of the solver's J, int, shape (solve_nnz,)."""
+        """Index into J's values of each entry of the solver's J, int, shape (solve_nnz,); empty unless compact."""
         self.JT_offsets: wp.array = None
         """CSR offsets of J^T (one row per degree of freedom), int, shape (dofs + 1,)."""
         self.JT_columns: wp.array = None
