@@ -24,9 +24,10 @@ Prints the device; writes vine_runtime_single.csv, vine_runtime_batch.csv and vi
 into --out (default experiments/results).
 
 Usage: python experiments/vine_runtime.py [--out DIR] [--device cpu|cuda] [--quick] [--links 10,15]
-       [--sizes 1,64,4096] [--bodies 30,60]
+       [--sizes 1,64,4096] [--bodies 30,60] [--linear-solvers per_world,block]
 """
 
+import argparse
 import os
 import sys
 import time
@@ -41,6 +42,7 @@ from softsnake.robots.vine.benchmarks import SINGLE_DT, SINGLE_STEPS, runtime_vi
 from softsnake.robots.vine.scene import load_scene
 from softsnake.robots.vine.simulation import VineBatch
 from softsnake.robots.vine.workers import VineBatchWorkers
+from softsnake.solver_settings import LINEAR_SOLVERS
 
 SEED_000_MS_30_BODIES = 3.0
 """Seed 000's average runtime per 10 ms step for 30 bodies [ms]."""
@@ -60,6 +62,16 @@ BATCH_SIZES = (1, 4, 16, 64, 256, 1024)
 BATCH_LINKS = (10, 15, 20, 40)
 WORKERS_MIN_VINES = 64
 """Smallest batch also timed split over worker processes (CPU)."""
+
+
+def linear_solvers(text):
+    """Comma-separated SolverSettings.linear_solver values."""
+    names = [name.strip() for name in text.split(",") if name.strip()]
+    unknown = [name for name in names if name not in LINEAR_SOLVERS]
+    if not names or unknown:
+        raise argparse.ArgumentTypeError(f"expected comma-separated linear solvers of {', '.join(LINEAR_SOLVERS)}, "
+                                         f"got {text!r}")
+    return names
 
 
 def synchronize(batch):
@@ -83,12 +95,13 @@ def timed_steps(batch, steps, dt):
     return float(np.median(seconds))
 
 
-def single_vine(device, body_counts):
+def single_vine(device, body_counts, linear_solver="auto"):
     rows = []
     for bodies in body_counts:
         seconds = []
         for _ in range(REPEATS):
-            batch = VineBatch(runtime_vine_specs(bodies), device=device)
+            batch = VineBatch(runtime_vine_specs(bodies), device=device,
+                              solver_options={"linear_solver": linear_solver})
             batch.step(SINGLE_DT)
             wp.synchronize_device(batch.model.device)
             start = time.perf_counter()
@@ -98,9 +111,9 @@ def single_vine(device, body_counts):
             seconds.append((time.perf_counter() - start) / (SINGLE_STEPS - 1))
         seconds = float(np.median(seconds))
         tip = batch.poses()[0, -1, :2]
-        rows.append({"bodies": bodies, "steps": SINGLE_STEPS, "ms_per_step": 1e3 * seconds,
+        rows.append({"bodies": bodies, "linear_solver": linear_solver, "steps": SINGLE_STEPS, "ms_per_step": 1e3 * seconds,
                      "realtime_factor": SINGLE_DT / seconds, "final_tip_x_m": float(tip[0]), "final_tip_y_m": float(tip[1])})
-        print(f"  {bodies:3d} bodies: {1e3 * seconds:7.3f} ms per 10 ms step ({SINGLE_DT / seconds:5.2f} x real time)")
+        print(f"  {bodies:3d} bodies, {linear_solver}: {1e3 * seconds:7.3f} ms per 10 ms step ({SINGLE_DT / seconds:5.2f} x real time)")
     return rows
 
 
@@ -110,9 +123,9 @@ def batch_steps(vines, links):
     return 100 if work <= 640 else (20 if work <= 10240 else 5)
 
 
-def batched(device, sizes, link_counts, processes):
-    """Time per step of batches; on the CPU also split over ``processes`` worker processes for the
-    batches of at least ``WORKERS_MIN_VINES`` vines."""
+def batched(device, sizes, link_counts, processes, linear_solver="auto"):
+    """Time per step of batches with ``linear_solver`` (SolverSettings.linear_solver); on the CPU also
+    split over ``processes`` worker processes for the batches of at least ``WORKERS_MIN_VINES`` vines."""
     scene = load_scene("jitosho_cluttered_1")
     rng = np.random.default_rng(0)
     rows = []
@@ -122,7 +135,8 @@ def batched(device, sizes, link_counts, processes):
             splits = (1, processes) if processes > 1 and vines >= WORKERS_MIN_VINES else (1,)
             for workers in splits:
                 start = time.perf_counter()
-                batch = VineBatch(specs, device=device) if workers == 1 else VineBatchWorkers(specs, workers=workers)
+                batch = (VineBatch(specs, device=device, solver_options={"linear_solver": linear_solver}) if workers == 1
+                         else VineBatchWorkers(specs, workers=workers))
                 build = time.perf_counter() - start
                 steps = batch_steps(vines, links)
                 try:
@@ -130,9 +144,11 @@ def batched(device, sizes, link_counts, processes):
                 finally:
                     if workers > 1:
                         batch.close()
-                rows.append({"links": links, "vines": vines, "processes": workers, "steps": steps,
+                rows.append({"links": links, "vines": vines, "processes": workers, "linear_solver": linear_solver,
+                             "steps": steps,
                              "ms_per_step": 1e3 * seconds, "ms_per_vine_step": 1e3 * seconds / vines, "build_s": build})
-                print(f"  {links:2d} links x {vines:4d} vines, {workers} process(es): {1e3 * seconds:9.2f} ms per step, "
+                print(f"  {links:2d} links x {vines:4d} vines, {workers} process(es), {linear_solver}: "
+                      f"{1e3 * seconds:9.2f} ms per step, "
                       f"{1e3 * seconds / vines:7.3f} ms per vine and step ({steps} steps; built in {build:.1f} s)")
     return rows
 
@@ -146,7 +162,9 @@ def write_csv(path, rows):
 @styled
 def plot(single, batch, device_name, path):
     figure, (single_axes, batch_axes, vine_axes) = new_figure(14, 3.8, 1, 3)
-    single_axes.plot([r["bodies"] for r in single], [r["ms_per_step"] for r in single], "o-", label="softsnake")
+    for solver in dict.fromkeys(r["linear_solver"] for r in single):
+        rows = [r for r in single if r["linear_solver"] == solver]
+        single_axes.plot([r["bodies"] for r in rows], [r["ms_per_step"] for r in rows], "o-", label=f"softsnake, {solver}")
     single_axes.plot([30], [SEED_000_MS_30_BODIES], "r*", markersize=12, label="seed 000, 30 bodies")
     single_axes.axhline(1e3 * SINGLE_DT, color="0.5", linestyle=":", label="real time (10 ms steps)")
     single_axes.plot([30], [TARGET_MS_30_BODIES], "gv", markersize=9, label="target, 30 bodies")
@@ -154,11 +172,12 @@ def plot(single, batch, device_name, path):
     single_axes.set_ylabel("ms per step")
     single_axes.set_title(f"one vine, 400 steps ({device_name})")
     single_axes.legend()
-    for links in sorted({r["links"] for r in batch}):
-        for processes in sorted({r["processes"] for r in batch}):
-            rows = [r for r in batch if r["links"] == links and r["processes"] == processes]
+    runs = dict.fromkeys((r["links"], r["processes"], r["linear_solver"]) for r in batch)
+    for links, processes, solver in sorted(runs):
+        rows = [r for r in batch if (r["links"], r["processes"], r["linear_solver"]) == (links, processes, solver)]
+        if rows:
             style = "o-" if processes == 1 else "s--"
-            label = f"{links} links" + ("" if processes == 1 else f", {processes} processes")
+            label = f"{links} links, {solver}" + ("" if processes == 1 else f", {processes} processes")
             batch_axes.loglog([r["vines"] for r in rows], [r["ms_per_step"] for r in rows], style, label=label)
             vine_axes.loglog([r["vines"] for r in rows], [r["ms_per_vine_step"] for r in rows], style, label=label)
     batch_axes.set_xlabel("batch size (vines)")
@@ -184,16 +203,21 @@ def main(argv=None):
                         help="batch sizes (default 1,4,16,64,256,1024; with --quick up to 64)")
     parser.add_argument("--bodies", type=positive_int_list, default=None,
                         help="bodies of the one-vine study (default 20..100; with --quick 30,60)")
+    parser.add_argument("--linear-solvers", type=linear_solvers, default=["auto"],
+                        help="SolverSettings.linear_solver values, each timed on every case (default auto; on a GPU "
+                             "e.g. per_world,block)")
     args = parser.parse_args(argv)
     out = make_output_folder(args.out)
     device = wp.get_device(args.device)
     print(f"device: {device} ({device.name})")
     print("seed 000 Fig. 5: one vine, 400 steps of 10 ms, one circular obstacle")
-    single = single_vine(args.device, args.bodies or ((30, 60) if args.quick else SINGLE_BODY_COUNTS))
+    bodies = args.bodies or ((30, 60) if args.quick else SINGLE_BODY_COUNTS)
+    single = [row for solver in args.linear_solvers for row in single_vine(args.device, bodies, solver)]
     print("seed 003 Fig. 5: batches of vines with random launch angles")
     processes = (os.cpu_count() or 1) if device.is_cpu else 1
     sizes = args.sizes or (BATCH_SIZES[:4] if args.quick else BATCH_SIZES)
-    batch = batched(args.device, sizes, args.links or BATCH_LINKS, processes)
+    batch = [row for k, solver in enumerate(args.linear_solvers)  # worker processes: once, with the first solver
+             for row in batched(args.device, sizes, args.links or BATCH_LINKS, processes if k == 0 else 1, solver)]
     write_csv(out / "vine_runtime_single.csv", single)
     write_csv(out / "vine_runtime_batch.csv", batch)
     plot(single, batch, f"{device} {device.name}", out / "vine_runtime.png")
