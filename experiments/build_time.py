@@ -85,7 +85,8 @@ def main(argv=None):
         rows.append(row)
         print(f"| {kind} | {count} | {row['rows']} | {row['robot_s']:.2f} | {row['replicate_s']:.2f} | "
               f"{row['finalize_s']:.2f} | {row['total_s']:.2f} | {row['ms_per_robot']:.1f} |", flush=True)
-    write_dict_csv(out / "build_time.csv", rows)
+    write_dict_csv(out / "build_time.csv", [{k: f"{v:.4g}" if isinstance(v, float) else v for k, v in row.items()}
+                                             for row in rows])
 
 
 if __name__ == "__main__":
