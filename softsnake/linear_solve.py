@@ -25,30 +25,48 @@ def inverse_mass_transpose_command(solver, x, u):
         solver.body_inv_inertia_world, m.particle_count, solver.planar], outputs=[u])
 
 
+def record_per_chunk(solver, kernel, inputs, outputs):
+    """A recorded launch of ``kernel`` with one thread block per reduction chunk, a thread per row (as
+    many threads as the element-wise kernels these replace; the tree adds 8 levels)."""
+    return solver.record(kernel, solver.model.chunk_count, inputs, outputs=outputs,
+                         block_threads=linear_solver.REDUCTION_CHUNK)
+
+
+def record_per_world(solver, kernel, inputs, outputs):
+    """A recorded launch of ``kernel`` with one thread block per world (sized for the largest world's chunks)."""
+    m = solver.model
+    largest_world_chunks = -(-m.largest_world_rows // linear_solver.REDUCTION_CHUNK)
+    return solver.record(kernel, m.world_count, inputs, outputs=outputs, block_threads=block_threads(largest_world_chunks))
+
+
+def chunk_dot_command(solver, a, b, weight=None):
+    """solver.partial[chunk] = sum over the chunk's rows of a b (weight)."""
+    m = solver.model
+    return record_per_chunk(solver, linear_solver.reduce_chunks, [
+        a, b, a if weight is None else weight, 0 if weight is None else 1, m.chunk_start, m.chunk_end],
+        outputs=[solver.partial])
+
+
 def world_dot_commands(solver, a, b, result, weight=None):
     """result[w] = sum over world w's rows of a b (weight), in a fixed order: each chunk of rows by one
     thread block, then each world's chunk sums by one block (on the CPU, as the per-world solve adds)."""
-    m = solver.model
-    largest_world_chunks = -(-m.largest_world_rows // linear_solver.REDUCTION_CHUNK)
-    return [solver.record(linear_solver.reduce_chunks, m.chunk_count, [
-                a, b, a if weight is None else weight, 0 if weight is None else 1, m.chunk_start, m.chunk_end],
-                outputs=[solver.partial], block_threads=block_threads(linear_solver.REDUCTION_CHUNK)),
-            solver.record(linear_solver.reduce_worlds, m.world_count, [solver.partial, m.world_chunk_start],
-                          outputs=[result], block_threads=block_threads(largest_world_chunks))]
+    return [chunk_dot_command(solver, a, b, weight),
+            record_per_world(solver, linear_solver.reduce_worlds, [solver.partial, solver.model.world_chunk_start],
+                             outputs=[result])]
 
 
 def multiply_commands(solver, x, y):
-    """y = [J M^-1 J^T + E] x."""
-    m = solver.model
-    return [inverse_mass_transpose_command(solver, x, solver.u),
-            solver.record(operator.multiply_rows, m.row_count, [
-                m.solve_offsets, m.solve_columns, solver.J_solve_values, solver.u, x, solver.compliance_eff,
-                solver.coupling_eff, m.row_block_start], outputs=[y])]
+    """y = [J M^-1 J^T + E] x, and the chunk sums of x . y into solver.partial."""
+    m, s = solver.model, solver
+    return [inverse_mass_transpose_command(s, x, s.u),
+            record_per_chunk(s, linear_solver.cr_multiply_rows, [
+                m.solve_offsets, m.solve_columns, s.J_solve_values, s.u, x, s.compliance_eff, s.coupling_eff,
+                m.row_block_start, m.chunk_start, m.chunk_end], outputs=[y, s.partial])]
 
 
 def block_threads(rows):
-    """Threads of a block that shares at most ``rows`` rows (a world of ``cr_solve_block_per_world``, a
-    chunk of an inner product): a few rows per thread, a whole number of warps, at most 256 (so that
+    """Threads of a block that shares at most ``rows`` items (the rows of a world of
+    ``cr_solve_block_per_world``, the chunk sums of a world): a few per thread, a whole number of warps, at most 256 (so that
     many blocks fill the GPU)."""
     threads = 32
     while threads < 256 and threads * 8 < rows:
@@ -74,21 +92,23 @@ def solve_commands(solver):
                                   outputs=outputs, block_threads=block_threads(m.largest_world_rows))]
         return [solver.record(linear_solver.cr_solve_per_world, m.world_count,
                               inputs + [solver.live_rows, solver.JT_live_ends], outputs=outputs)]
-    n, W, s = m.row_count, m.world_count, solver
+    n, s = m.row_count, solver
+
     commands = [s.record(linear_solver.cr_start, n, [s.rhs, s.inv_diagonal], outputs=[s.dlam, s.z, s.p])]
     commands += multiply_commands(s, s.z, s.Az)
-    commands.append(functools.partial(wp.copy, s.Ap, s.Az))
-    commands += world_dot_commands(s, s.z, s.Az, s.zAz)
+    commands.append(record_per_world(s, linear_solver.reduce_worlds, [s.partial, m.world_chunk_start], outputs=[s.zAz]))
     commands.append(functools.partial(wp.copy, s.zAz_start, s.zAz))
-    iteration = world_dot_commands(s, s.Ap, s.Ap, s.ApPAp, weight=s.inv_diagonal)
-    iteration.append(s.record(linear_solver.cr_step_size, W, [s.zAz, s.zAz_start, s.ApPAp, tolerance_sq],
-                              outputs=[s.alpha]))
-    iteration.append(s.record(linear_solver.cr_update_solution, n, [m.row_world, s.alpha, s.p, s.Ap, s.inv_diagonal],
-                              outputs=[s.dlam, s.z]))
+    commands.append(functools.partial(wp.copy, s.Ap, s.Az))
+    commands.append(chunk_dot_command(s, s.Ap, s.Ap, weight=s.inv_diagonal))
+    # An iteration is 6 launches: the step size and the direction ratio finish their per-world sums, the
+    # product and the direction update start the next ones.
+    iteration = [record_per_world(s, linear_solver.cr_step_size, [s.partial, m.world_chunk_start, s.zAz, s.zAz_start,
+                                                                  tolerance_sq], outputs=[s.alpha]),
+                 s.record(linear_solver.cr_update_solution, n, [m.row_world, s.alpha, s.p, s.Ap, s.inv_diagonal],
+                          outputs=[s.dlam, s.z])]
     iteration += multiply_commands(s, s.z, s.Az)
-    iteration += world_dot_commands(s, s.z, s.Az, s.zAz_new)
-    iteration.append(s.record(linear_solver.cr_direction_ratio, W, [s.zAz_new, s.zAz_start, tolerance_sq],
-                              outputs=[s.zAz, s.beta]))
-    iteration.append(s.record(linear_solver.cr_update_direction, n, [m.row_world, s.beta, s.z, s.Az],
-                              outputs=[s.p, s.Ap]))
+    iteration.append(record_per_world(s, linear_solver.cr_direction_ratio, [s.partial, m.world_chunk_start, s.zAz_start,
+                                                                           tolerance_sq], outputs=[s.zAz, s.beta]))
+    iteration.append(record_per_chunk(s, linear_solver.cr_update_direction, [
+        m.row_world, s.beta, s.z, s.Az, s.inv_diagonal, m.chunk_start, m.chunk_end], outputs=[s.p, s.Ap, s.partial]))
     return commands + iteration * solver.linear_iterations

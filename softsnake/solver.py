@@ -141,7 +141,7 @@ class Solver:
         # Per-world solve scratch: live rows (flags and list) and where each column of J^T ends.
         self.row_live, self.live_rows, self.JT_live_ends = zeros(m.row_count, int), zeros(m.row_count, int), zeros(dofs, int)
         self.partial = zeros(m.chunk_count)
-        for name in ("zAz", "zAz_start", "zAz_new", "ApPAp", "alpha", "beta", "merit", "merit_ref", "merit_first", "step_scale",
+        for name in ("zAz", "zAz_start", "alpha", "beta", "merit", "merit_ref", "merit_first", "step_scale",
                      "kinetic_energy"):
             setattr(self, name, zeros(m.world_count))
         self.retreat, self.world_flag = zeros(m.world_count, int), zeros(m.world_count, int)

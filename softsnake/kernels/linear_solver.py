@@ -2,13 +2,17 @@
 
 The product with the system matrix is matrix-free: u = M^-1 J^T x (one thread per particle or
 body, gathering from the explicit CSR of J^T: see ``integration.apply_inverse_mass_transpose``),
-then y = J u + E x (one thread per row). Every inner product is reduced per world in two
+then y = J u + E x (``operator.row_product``). Every inner product is reduced per world in two
 deterministic passes: fixed chunks of rows that never straddle two worlds, each summed by one
 thread block, then each world's chunk sums by one block. A block adds in a fixed tree (thread t
 takes items t, t + block_dim, ...; then ``block_sum``), so the order depends only on the block size;
 on the CPU a block is one thread, and the order is the rows' own, as in ``cr_solve_per_world``.
 Chunk boundaries depend only on a row's position inside its world, so a world computes bit for bit
 the same numbers whichever other worlds share the batch.
+
+The batched iteration is 6 launches: the step size and the direction ratio each finish a world's
+sum (``cr_step_size``, ``cr_direction_ratio``), and the kernels that write a vector also write its
+chunk sums (``cr_multiply_rows``: A z and z . A z; ``cr_update_direction``: A p and A p . P A p).
 
 Loops over index ranges are written as while loops: on the CPU they compile to tighter code
 than ``for k in range(begin, end)``, which matters in the innermost loops; for the same reason
@@ -71,21 +75,27 @@ def reduce_chunks(
         partial[c] = total
 
 
+@wp.func
+def world_block_sum(partial: wp.array(dtype=float), world_chunk_start: wp.array(dtype=int), w: int, lane: int):
+    """The sum of world w's chunk sums, by the world's thread block (every thread gets it): thread t
+    adds chunks t, t + block_dim, ..., then ``block_sum`` (on the CPU the chunks in order)."""
+    s = float(0.0)
+    c = world_chunk_start[w] + lane
+    while c < world_chunk_start[w + 1]:
+        s += partial[c]
+        c += wp.block_dim()
+    return block_sum(s)
+
+
 @wp.kernel
 def reduce_worlds(
     partial: wp.array(dtype=float),
     world_chunk_start: wp.array(dtype=int),
     result: wp.array(dtype=float),
 ):
-    """result[world] = sum of the world's chunk sums: one thread block per world, as ``reduce_chunks``
-    (on the CPU the chunks in order)."""
+    """result[world] = sum of the world's chunk sums: one thread block per world."""
     w, lane = wp.tid()
-    s = float(0.0)
-    c = world_chunk_start[w] + lane
-    while c < world_chunk_start[w + 1]:
-        s += partial[c]
-        c += wp.block_dim()
-    total = block_sum(s)
+    total = world_block_sum(partial, world_chunk_start, w, lane)
     if lane == 0:
         result[w] = total
 
@@ -134,14 +144,19 @@ def cr_ratio(zAz_new: float, zAz: float, zAz_start: float, tolerance_sq: float):
 
 @wp.kernel
 def cr_step_size(
+    partial: wp.array(dtype=float),
+    world_chunk_start: wp.array(dtype=int),
     zAz: wp.array(dtype=float),
     zAz_start: wp.array(dtype=float),
-    ApPAp: wp.array(dtype=float),
     tolerance_sq: float,
     alpha: wp.array(dtype=float),
 ):
-    w = wp.tid()
-    alpha[w] = cr_step(zAz[w], zAz_start[w], ApPAp[w], tolerance_sq)
+    """alpha = z.Az / (A p . P A p), per world, from the chunk sums of A p . P A p (one thread block per
+    world, as ``reduce_worlds``; 0 once the world has converged)."""
+    w, lane = wp.tid()
+    den = world_block_sum(partial, world_chunk_start, w, lane)
+    if lane == 0:
+        alpha[w] = cr_step(zAz[w], zAz_start[w], den, tolerance_sq)
 
 
 @wp.kernel
@@ -162,16 +177,51 @@ def cr_update_solution(
 
 
 @wp.kernel
+def cr_multiply_rows(
+    J_offsets: wp.array(dtype=int),
+    J_columns: wp.array(dtype=int),
+    J_values: wp.array(dtype=float),
+    u: wp.array(dtype=float),
+    x: wp.array(dtype=float),
+    compliance: wp.array(dtype=float),
+    coupling: wp.array(dtype=float),
+    block_start: wp.array(dtype=int),
+    chunk_start: wp.array(dtype=int),
+    chunk_end: wp.array(dtype=int),
+    y: wp.array(dtype=float),
+    partial: wp.array(dtype=float),
+):
+    """y = J u + E x over a chunk's rows (u = M^-1 J^T x), and partial[chunk] = x . y over them: one
+    thread block per chunk, summing as ``reduce_chunks`` does (one launch fewer per iteration)."""
+    c, lane = wp.tid()
+    s = float(0.0)
+    i = chunk_start[c] + lane
+    while i < chunk_end[c]:
+        yi = row_product(i, J_offsets, J_columns, J_values, u, x, compliance, coupling, block_start)
+        y[i] = yi
+        s += x[i] * yi
+        i += wp.block_dim()
+    total = block_sum(s)
+    if lane == 0:
+        partial[c] = total
+
+
+@wp.kernel
 def cr_direction_ratio(
-    zAz_new: wp.array(dtype=float),
+    partial: wp.array(dtype=float),
+    world_chunk_start: wp.array(dtype=int),
     zAz_start: wp.array(dtype=float),
     tolerance_sq: float,
     zAz: wp.array(dtype=float),
     beta: wp.array(dtype=float),
 ):
-    w = wp.tid()
-    beta[w] = cr_ratio(zAz_new[w], zAz[w], zAz_start[w], tolerance_sq)
-    zAz[w] = zAz_new[w]
+    """beta = z.Az (new) / z.Az (old) per world, from the chunk sums of the new z.Az, which replaces the
+    old (one thread block per world; 0 once the world has converged)."""
+    w, lane = wp.tid()
+    zAz_new = world_block_sum(partial, world_chunk_start, w, lane)
+    if lane == 0:
+        beta[w] = cr_ratio(zAz_new, zAz[w], zAz_start[w], tolerance_sq)
+        zAz[w] = zAz_new
 
 
 @wp.kernel
@@ -180,14 +230,28 @@ def cr_update_direction(
     beta: wp.array(dtype=float),
     z: wp.array(dtype=float),
     Az: wp.array(dtype=float),
+    inv_diagonal: wp.array(dtype=float),
+    chunk_start: wp.array(dtype=int),
+    chunk_end: wp.array(dtype=int),
     p: wp.array(dtype=float),
     Ap: wp.array(dtype=float),
+    partial: wp.array(dtype=float),
 ):
-    """p = z + beta p; A p = A z + beta A p (no extra product)."""
-    i = wp.tid()
-    b = beta[row_world[i]]
-    p[i] = z[i] + b * p[i]
-    Ap[i] = Az[i] + b * Ap[i]
+    """p = z + beta p; A p = A z + beta A p (no extra product); and partial[chunk] = A p . P A p over the
+    chunk's rows, for the next step size: one thread block per chunk, as ``reduce_chunks``."""
+    c, lane = wp.tid()
+    s = float(0.0)
+    i = chunk_start[c] + lane
+    while i < chunk_end[c]:
+        b = beta[row_world[i]]
+        p[i] = z[i] + b * p[i]
+        Api = Az[i] + b * Ap[i]
+        Ap[i] = Api
+        s += Api * Api * inv_diagonal[i]
+        i += wp.block_dim()
+    total = block_sum(s)
+    if lane == 0:
+        partial[c] = total
 
 
 @wp.func
@@ -454,7 +518,7 @@ def cr_solve_block_per_world(
 
     A whole solve is one launch, as in ``cr_solve_per_world``, with a block's parallelism inside a
     world: for large worlds (a soft snake's ~28 000 rows) where one thread per world leaves the GPU
-    idle and the batched solver pays ~9 launches per iteration. The iterates are those of the other
+    idle and the batched solver pays 6 launches per iteration. The iterates are those of the other
     two solvers up to float round-off (the inner products add in a tree, not in row chunks) and are
     deterministic for a given block size; a world's numbers still depend on no other world. Between
     a phase that writes an array and one that reads other threads' entries of it, a ``block_sum``

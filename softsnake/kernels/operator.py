@@ -1,8 +1,8 @@
 """The operator of every Newton step's linear system, A = J M^-1 J^T + E, matrix-free.
 
 u = M^-1 J^T x runs one thread per particle or body, gathering from the explicit CSR of J^T (no
-atomics, so the sums are deterministic; ``finalize`` lays out J^T once). y = J u + E x runs one
-thread per row; E is diagonal except for the 3x3 blocks that couple a tetrahedron's normal
+atomics, so the sums are deterministic; ``finalize`` lays out J^T once). y = J u + E x is a
+row at a time (``row_product``; the solvers call it inside their own kernels); E is diagonal except for the 3x3 blocks that couple a tetrahedron's normal
 strain rows. The same u = M^-1 J^T x moves the particles and bodies after each solve.
 """
 
@@ -174,20 +174,3 @@ def row_product(
     """(J u + E x)[i], with u = M^-1 J^T x already computed."""
     s = row_dot(J_values, J_columns, nonnegative(J_offsets[i]), J_offsets[i + 1], u)
     return s + block_coupled(x, i, nonnegative(block_start[i]), compliance[i], coupling[i])
-
-
-@wp.kernel
-def multiply_rows(
-    J_offsets: wp.array(dtype=int),
-    J_columns: wp.array(dtype=int),
-    J_values: wp.array(dtype=float),
-    u: wp.array(dtype=float),
-    x: wp.array(dtype=float),
-    compliance: wp.array(dtype=float),
-    coupling: wp.array(dtype=float),
-    block_start: wp.array(dtype=int),
-    y: wp.array(dtype=float),
-):
-    """y = J u + E x, one thread per row."""
-    i = wp.tid()
-    y[i] = row_product(i, J_offsets, J_columns, J_values, u, x, compliance, coupling, block_start)
