@@ -110,17 +110,6 @@ def upload_obstacles(m, builder, arr):
     m.obstacle_world = arr(table.world, int)
 
 
-INDEX_LIMIT = 2**31 - 1
-"""Largest index Warp's ``int`` (int32) holds: the sparse arrays index J's nonzeros with it."""
-
-
-def check_index_range(count, what):
-    """ModelError if ``count`` items cannot be indexed by Warp's int32 (they would wrap around)."""
-    if count > INDEX_LIMIT:
-        raise ModelError(f"the model has {count} {what}, more than Warp's int32 indices reach ({INDEX_LIMIT}); "
-                         "split its worlds over several models")
-
-
 def finalize_model(builder, device):
     """The Model of ``builder`` on ``device`` (see ``ModelBuilder.finalize``)."""
     dev = resolve_device(device)
@@ -135,10 +124,10 @@ def finalize_model(builder, device):
     groups = [(ctype.name, columns[ctype.name]["world"], ctype.item_entities(columns[ctype.name], P),
                ctype.rows_per_item(builder.planar), ctype.block_rows(builder.planar)) for ctype in CONSTRAINT_TYPES]
     layout = lay_out_rows(groups, world_count, P)
-    check_index_range(len(layout.J_columns), "nonzeros of J")
     keep = kept_columns(P, B, builder.planar)
     solve_offsets, solve_columns, solve_source, JT_offsets, JT_columns, JT_source = solve_layout(
-        layout.J_offsets, layout.J_columns, keep)
+        layout.J_offsets, layout.J_columns, keep, layout.world_row_start, world_starts(builder.particle_world, world_count),
+        world_starts(builder.body_world, world_count))
     chunk_start, chunk_end, world_chunk_start = reduction_chunks(layout.world_row_start)
 
     m = Model(dev)

@@ -17,7 +17,23 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse
 
+from softsnake.errors import ModelError
 from softsnake.kernels.linear_solver import REDUCTION_CHUNK
+
+
+INDEX_LIMIT = 2**31 - 1
+"""Largest index Warp's ``int`` (int32) holds: the sparse arrays index J's nonzeros with it."""
+
+
+def check_index_range(count, what):
+    """ModelError if ``count`` items cannot be indexed by Warp's int32 (they would wrap around)."""
+    if count > INDEX_LIMIT:
+        raise ModelError(f"the model has {count} {what}, more than Warp's int32 indices reach ({INDEX_LIMIT}); "
+                         "split its worlds over several models")
+
+
+LAYOUT_PIECE_ITEMS = 4096
+"""Items whose columns ``lay_out_rows`` writes at once: temporaries of about a megabyte, not gigabytes."""
 
 
 @dataclass
@@ -83,7 +99,10 @@ def lay_out_rows(groups, world_count, particle_count):
         nnz_per_row[rows] = width.sum(axis=1)[:, None]
         patterns.append((first, rows_per_item, start, width))
     J_offsets = np.concatenate([[0], np.cumsum(nnz_per_row)]).astype(np.int64)
-    J_columns = np.empty(int(J_offsets[-1]), dtype=np.int64)
+    check_index_range(int(J_offsets[-1]), "nonzeros of J")
+    # int32 from here on, as Warp's int arrays hold them: half the memory of the largest arrays.
+    J_offsets = J_offsets.astype(np.int32)
+    J_columns = np.empty(int(J_offsets[-1]), dtype=np.int32)
     for first, rows_per_item, start, width in patterns:
         # Items whose entities have the same widths share a pattern shape: one gather per shape (a
         # type has one or two: particles only, or particles and bodies).
@@ -93,10 +112,11 @@ def lay_out_rows(groups, world_count, particle_count):
             widths = width[items[0]]
             slot = np.repeat(np.arange(len(widths)), widths)  # the entity of each entry of the row
             within = np.arange(len(slot)) - np.repeat(np.cumsum(widths) - widths, widths)  # its column in it
-            pattern = start[items][:, slot] + within  # (items, entries per row)
-            entries = rows_per_item * len(slot)  # an item's rows are consecutive: one block of entries
-            target = J_offsets[first[items]][:, None] + np.arange(entries)
-            J_columns[target] = np.tile(pattern, (1, rows_per_item))
+            entries = np.arange(rows_per_item * len(slot))  # an item's rows are consecutive: one block of entries
+            for piece in range(0, len(items), LAYOUT_PIECE_ITEMS):  # small temporaries: cache, no page faults
+                some = items[piece:piece + LAYOUT_PIECE_ITEMS]
+                pattern = start[some][:, slot] + within  # (items, entries per row)
+                J_columns[J_offsets[first[some]][:, None] + entries] = np.tile(pattern, (1, rows_per_item))
     row_world = np.repeat(np.arange(W, dtype=np.int64), np.diff(world_row_start))
     return RowLayout(row_world=row_world, row_block_start=block_start, world_row_start=world_row_start,
                      J_offsets=J_offsets, J_columns=J_columns, first_row=first_row)
@@ -112,25 +132,58 @@ def kept_columns(particle_count, body_count, planar):
     return keep
 
 
-def solve_layout(J_offsets, J_columns, keep):
+TRANSPOSE_PIECE_ENTRIES = 1 << 19
+"""Nonzeros of J that ``solve_layout`` transposes at once (whole worlds): a few megabytes, in cache."""
+
+
+def solve_layout(J_offsets, J_columns, keep, world_row_start, particle_world_start, body_world_start):
     """The solver's J (the kept columns of J, as indices into J's values) and its transpose.
 
     Returns offsets, columns and source of J's kept entries, and offsets, columns and source of
     J^T: a gather of J's values fills both (no atomics). Inside a column of J^T, entries follow
-    the row order (SciPy's CSR to CSC conversion, one counting pass, keeps it).
+    the row order. The worlds' blocks are transposed a few at a time (SciPy's one-pass CSR to CSC
+    conversion, which keeps the row order) and put in place: a world's rows touch only its own
+    particles and bodies, two ranges of columns, so its block of J^T is two ranges of entries.
     """
-    row_count, dof_count = len(J_offsets) - 1, len(keep)
+    dof_count = len(keep)
     if keep.all():
-        offsets, columns, source = J_offsets, J_columns, np.arange(len(J_columns))
+        offsets, columns, source = J_offsets, J_columns, np.arange(len(J_columns), dtype=np.int32)
     else:
         kept = keep[J_columns]
-        source = np.flatnonzero(kept)
-        offsets = np.concatenate([[0], np.cumsum(kept, dtype=np.int64)])[J_offsets]  # kept entries before each row
+        source = np.flatnonzero(kept).astype(np.int32)
+        offsets = np.concatenate([[0], np.cumsum(kept, dtype=np.int32)])[J_offsets]  # kept entries before each row
         columns = J_columns[source]
-    # source + 1: no stored entry is 0, which a conversion may drop. SciPy picks its index type (int32
-    # where it holds them), as the upload to Warp's int arrays does.
-    transpose = scipy.sparse.csr_matrix((source + 1, columns, offsets), shape=(row_count, dof_count)).tocsc()
-    return offsets, columns, source, transpose.indptr, transpose.indices, transpose.data - 1
+    # int32 throughout, as Warp's int arrays (lay_out_rows checked the count).
+    transpose_offsets = np.concatenate([[0], np.cumsum(np.bincount(columns, minlength=dof_count))]).astype(np.int32)
+    transpose_rows = np.empty(len(columns), dtype=np.int32)
+    transpose_source = np.empty(len(columns), dtype=np.int32)
+    body_column = len(keep) - 6 * int(body_world_start[-1])  # 3 P: the first body column
+    world_count = len(world_row_start) - 1
+    w = 0
+    while w < world_count:
+        w1 = w + 1  # the worlds w..w1-1: up to TRANSPOSE_PIECE_ENTRIES entries (at least one world)
+        while w1 < world_count and offsets[world_row_start[w1 + 1]] - offsets[world_row_start[w]] <= TRANSPOSE_PIECE_ENTRIES:
+            w1 += 1
+        r0, r1 = int(world_row_start[w]), int(world_row_start[w1])
+        e0, e1 = int(offsets[r0]), int(offsets[r1])
+        particle_columns = (3 * int(particle_world_start[w]), 3 * int(particle_world_start[w1]))
+        body_columns = (body_column + 6 * int(body_world_start[w]), body_column + 6 * int(body_world_start[w1]))
+        width = particle_columns[1] - particle_columns[0]
+        c = columns[e0:e1]
+        local = np.where(c < body_column, c - particle_columns[0], width + c - body_columns[0])
+        local_count = width + body_columns[1] - body_columns[0]
+        if len(local) and (local.min() < 0 or local.max() >= local_count):
+            raise RuntimeError("row layout: a world's rows touch another world's columns (the builder's checks refuse "
+                               "such models)")
+        block = scipy.sparse.csr_matrix((source[e0:e1] + 1, local, offsets[r0:r1 + 1] - e0),
+                                        shape=(r1 - r0, local_count)).tocsc()  # + 1: no stored 0 to drop
+        split = block.indptr[width]
+        for (begin, end), part in ((particle_columns, slice(0, split)), (body_columns, slice(split, None))):
+            a, b = transpose_offsets[begin], transpose_offsets[end]
+            transpose_rows[a:b] = block.indices[part] + r0
+            transpose_source[a:b] = block.data[part] - 1
+        w = w1
+    return offsets, columns, source, transpose_offsets, transpose_rows, transpose_source
 
 
 def reduction_chunks(world_row_start):

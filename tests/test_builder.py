@@ -353,7 +353,7 @@ def test_add_world_refuses_another_gravity_or_plane(world_options, message):
 def test_model_beyond_int32_indices_is_refused():
     """J's nonzeros are indexed by Warp's int32: a model with more (8192 paper-mesh snakes: ~2.7e9) is refused
     with a one-line ModelError naming the count, before any array is made; the limit itself is accepted."""
-    from softsnake.finalize import INDEX_LIMIT, check_index_range
+    from softsnake.layout import INDEX_LIMIT, check_index_range
     check_index_range(INDEX_LIMIT, "nonzeros of J")
     with pytest.raises(ModelError, match=r"the model has 2147483648 nonzeros of J, more than Warp's int32 indices"):
         check_index_range(INDEX_LIMIT + 1, "nonzeros of J")
