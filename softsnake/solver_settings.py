@@ -30,13 +30,15 @@ class SolverSettings:
         linear_tolerance: a world's linear solve stops once its preconditioned residual has fallen by
             this factor [-]: converged worlds do no more work, and a solve never iterates on round-off.
             0 runs every iteration.
-        linear_solver: "batched" (each conjugate residual operation one kernel over all rows),
+        linear_solver: "batched" (kernels over all rows of all worlds, 6 launches per iteration),
             "per_world" (one thread per world, the whole solve one launch: many small worlds, and the
             CPU), "block" (one thread block per world, the whole solve one launch: large worlds on a
             GPU), or "auto" (per_world on the CPU and wherever no world has more than
             ``PER_WORLD_MAX_ROWS`` rows; otherwise batched for fewer worlds than the GPU has
             multiprocessors and block from then on: ``softsnake.solver.auto_linear_solver``, set from
-            an H100's measurement). All give the same iterates (block up to float round-off).
+            an H100's measurement). All give the same iterates, up to float round-off on a GPU (block
+            and batched add their inner products in trees); on the CPU batched equals per_world bit
+            for bit.
         warm_start: start each substep from the multipliers of the last one (rescaled to the new
             substep length), carried in ``State.multipliers``: stiff bodies keep their stresses and
             contacts their forces instead of rebuilding them every substep. The line search keeps a
