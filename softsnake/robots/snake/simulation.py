@@ -61,9 +61,9 @@ resolution, for run estimates: coarse measured (0.134 s, one snake, 3 s of the g
 shared with other jobs), paper scaled from Table II's 0.121 s at the paper's budget by the 8 x 40 /
 4 x 20 cost ratio of the convergence study (2.0). A run of S snakes takes about S times as long."""
 
-MODEL_BYTES_PER_SNAKE = {"paper": 11.5e6, "coarse": 3.0e6}
-"""Bytes of the Warp arrays of one snake (model, state, control and solver) [B]: paper from
-Table II (11.48 MB), coarse measured with softsnake.memory.array_bytes."""
+MODEL_BYTES_PER_SNAKE = {"paper": 9.9e6, "coarse": 2.1e6}
+"""Bytes of the Warp arrays of one snake (model, state, control and solver) [B], measured with
+softsnake.memory.array_bytes (3 snakes less 1, halved: 9.87 MB paper, 2.10 MB coarse)."""
 
 RECORD_BYTES_PER_LINK = 5 * 8
 """Bytes a run records per frame, snake and link: curvature, command, pressure, two chambers [B]."""
