@@ -49,9 +49,9 @@ def check_bodies(builder):
         return
     mass = np.asarray(builder.body_mass, dtype=np.float64)[dynamic]
     inertia = np.asarray(builder.body_inertia, dtype=np.float64).reshape(-1, 3, 3)[dynamic]
-    moments = np.linalg.eigvalsh(0.5 * (inertia + inertia.transpose(0, 2, 1)))
-    scale = 1e-12 * np.maximum(1.0, np.abs(inertia).max(axis=(1, 2)))
     transposed = inertia.transpose(0, 2, 1)
+    moments = np.linalg.eigvalsh(0.5 * (inertia + transposed))
+    scale = 1e-12 * np.maximum(1.0, np.abs(inertia).max(axis=(1, 2)))
     asymmetric = ~np.all(np.abs(inertia - transposed) <= scale[:, None, None] + 1e-5 * np.abs(transposed),
                          axis=(1, 2))  # np.allclose(I, I.T, atol=scale), body by body
     bad = (mass <= 0.0) | (mass > INVERSE_LIMIT) | asymmetric | (moments.min(axis=1) <= 0.0) | \
@@ -125,9 +125,10 @@ def finalize_model(builder, device):
                ctype.rows_per_item(builder.planar), ctype.block_rows(builder.planar)) for ctype in CONSTRAINT_TYPES]
     layout = lay_out_rows(groups, world_count, P)
     keep = kept_columns(P, B, builder.planar)
+    particle_world_start = world_starts(builder.particle_world, world_count)
+    body_world_start = world_starts(builder.body_world, world_count)
     solve_offsets, solve_columns, solve_source, JT_offsets, JT_columns, JT_source = solve_layout(
-        layout.J_offsets, layout.J_columns, keep, layout.world_row_start, world_starts(builder.particle_world, world_count),
-        world_starts(builder.body_world, world_count))
+        layout.J_offsets, layout.J_columns, keep, layout.world_row_start, particle_world_start, body_world_start)
     chunk_start, chunk_end, world_chunk_start = reduction_chunks(layout.world_row_start)
 
     m = Model(dev)
@@ -145,8 +146,7 @@ def finalize_model(builder, device):
         return upload_array(values, dtype, dev, shape_if_empty)
 
     m.world_offset = builder.world_offsets()
-    m.particle_world_start = world_starts(builder.particle_world, world_count)
-    m.body_world_start = world_starts(builder.body_world, world_count)
+    m.particle_world_start, m.body_world_start = particle_world_start, body_world_start
     m.pressure_channel_world_start = world_starts(builder.pressure_channel_world, world_count)
     m.pressure_channel_world = arr(np.asarray(builder.pressure_channel_world, dtype=np.int64), int)
     m.row_world_start = layout.world_row_start

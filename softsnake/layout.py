@@ -162,7 +162,8 @@ def solve_layout(J_offsets, J_columns, keep, world_row_start, particle_world_sta
     w = 0
     while w < world_count:
         w1 = w + 1  # the worlds w..w1-1: up to TRANSPOSE_PIECE_ENTRIES entries (at least one world)
-        while w1 < world_count and offsets[world_row_start[w1 + 1]] - offsets[world_row_start[w]] <= TRANSPOSE_PIECE_ENTRIES:
+        piece_start = offsets[world_row_start[w]]
+        while w1 < world_count and offsets[world_row_start[w1 + 1]] - piece_start <= TRANSPOSE_PIECE_ENTRIES:
             w1 += 1
         r0, r1 = int(world_row_start[w]), int(world_row_start[w1])
         e0, e1 = int(offsets[r0]), int(offsets[r1])

@@ -3,11 +3,11 @@
 Jacobi-preconditioned conjugate residual, per world (seed 001, section IV-D): one thread per world
 running the whole solve (``kernels.linear_solver.cr_solve_per_world``: many small worlds, and the
 CPU, where every launch costs tens of microseconds); one thread block per world running the whole
-solve (``cr_solve_block_per_world``: large worlds on a GPU, one launch); or one kernel per operation
-over all rows of all worlds with per-world reductions and step sizes ("batched"). All compute the
-same iterates, up to round-off: the block's inner products add in a tree, and so do the batched
-solver's on a GPU (on the CPU, where a block is one thread, batched and per-world are bit-identical).
-All stop a world once its residual has fallen by ``linear_tolerance``.
+solve (``cr_solve_block_per_world``: large worlds on a GPU, one launch); or kernels over all rows
+of all worlds with per-world reductions and step sizes, 6 launches per iteration ("batched"). All
+compute the same iterates, up to round-off: the block's inner products add in a tree, and so do the
+batched solver's on a GPU (on the CPU, where a block is one thread, batched and per-world are
+bit-identical). All stop a world once its residual has fallen by ``linear_tolerance``.
 """
 
 import functools
@@ -36,7 +36,8 @@ def record_per_world(solver, kernel, inputs, outputs):
     """A recorded launch of ``kernel`` with one thread block per world (sized for the largest world's chunks)."""
     m = solver.model
     largest_world_chunks = -(-m.largest_world_rows // linear_solver.REDUCTION_CHUNK)
-    return solver.record(kernel, m.world_count, inputs, outputs=outputs, block_threads=block_threads(largest_world_chunks))
+    return solver.record(kernel, m.world_count, inputs, outputs=outputs,
+                         block_threads=block_threads(largest_world_chunks))
 
 
 def chunk_dot_command(solver, a, b, weight=None):
@@ -66,8 +67,8 @@ def multiply_commands(solver, x, y):
 
 def block_threads(rows):
     """Threads of a block that shares at most ``rows`` items (the rows of a world of
-    ``cr_solve_block_per_world``, the chunk sums of a world): a few per thread, a whole number of warps, at most 256 (so that
-    many blocks fill the GPU)."""
+    ``cr_solve_block_per_world``, the chunk sums of a world): a few per thread, a whole number of
+    warps, at most 256 (so that many blocks fill the GPU)."""
     threads = 32
     while threads < 256 and threads * 8 < rows:
         threads *= 2

@@ -11,8 +11,8 @@ solver times them itself (``Solver(profile=True)``, its ``profile_seconds["solve
 bracketed by a synchronize) in frames after the timed ones, as a share of the frame applied to the
 timed total (on a GPU the timed frames run as CUDA graphs, which have no phases to time); "assembly"
 is the rest of the frame: prediction, contact detection, row evaluation and preparation, position
-and velocity updates. Assembly + solve = total, as in Table II. The chambers are pressurised during timing (the gait at t = 0.1 s) so that the
-actuation rows take part.
+and velocity updates. Assembly + solve = total, as in Table II. The chambers are pressurised during
+timing (the gait at t = 0.1 s) so that the actuation rows take part.
 """
 
 import math
