@@ -8,7 +8,7 @@ graph and replayed, 20 Jacobi-preconditioned conjugate residual iterations, no t
 * per_world: ``kernels.linear_solver.cr_solve_per_world``, one thread per world, the whole solve in one
   launch;
 * batched: one launch per operation over all rows of all worlds, per-world reductions
-  (``softsnake.linear_solve``, 6 launches per iteration);
+  (``softsnake.linear_solve``, 4 launches per iteration);
 * block: ``cr_solve_block_per_world``, one thread block per world, the whole solve in one launch, at
   ``linear_solve.block_threads``' size and at the sizes of ``BLOCK_THREADS`` ("block:N");
 * warp_cr: Warp's own ``warp.optim.linear.cr`` with ``batch_offsets`` (one subproblem per world) on

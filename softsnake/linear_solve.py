@@ -4,7 +4,7 @@ Jacobi-preconditioned conjugate residual, per world (seed 001, section IV-D): on
 running the whole solve (``kernels.linear_solver.cr_solve_per_world``: many small worlds, and the
 CPU, where every launch costs tens of microseconds); one thread block per world running the whole
 solve (``cr_solve_block_per_world``: large worlds on a GPU, one launch); or kernels over all rows
-of all worlds with per-world reductions and step sizes, 6 launches per iteration ("batched"). All
+of all worlds with per-world reductions and step sizes, 4 launches per iteration ("batched"). All
 compute the same iterates, up to round-off: the block's inner products add in a tree, and so do the
 batched solver's on a GPU (on the CPU, where a block is one thread, batched and per-world are
 bit-identical). All stop a world once its residual has fallen by ``linear_tolerance``.
@@ -40,12 +40,12 @@ def record_per_world(solver, kernel, inputs, outputs):
                          block_threads=block_threads(largest_world_chunks))
 
 
-def chunk_dot_command(solver, a, b, weight=None):
-    """solver.partial[chunk] = sum over the chunk's rows of a b (weight)."""
+def chunk_dot_command(solver, a, b, weight=None, partial=None):
+    """partial[chunk] = sum over the chunk's rows of a b (weight) (``partial``: solver.partial)."""
     m = solver.model
     return record_per_chunk(solver, linear_solver.reduce_chunks, [
         a, b, a if weight is None else weight, 0 if weight is None else 1, m.chunk_start, m.chunk_end],
-        outputs=[solver.partial])
+        outputs=[solver.partial if partial is None else partial])
 
 
 def world_dot_commands(solver, a, b, result, weight=None):
@@ -57,12 +57,12 @@ def world_dot_commands(solver, a, b, result, weight=None):
 
 
 def multiply_commands(solver, x, y):
-    """y = [J M^-1 J^T + E] x, and the chunk sums of x . y into solver.partial."""
+    """y = [J M^-1 J^T + E] x, and the chunk sums of x . y into solver.zAz_partial."""
     m, s = solver.model, solver
     return [inverse_mass_transpose_command(s, x, s.u),
             record_per_chunk(s, linear_solver.cr_multiply_rows, [
                 m.solve_offsets, m.solve_columns, s.J_solve_values, s.u, x, s.compliance_eff, s.coupling_eff,
-                m.row_block_start, m.chunk_start, m.chunk_end], outputs=[y, s.partial])]
+                m.row_block_start, m.chunk_start, m.chunk_end], outputs=[y, s.zAz_partial])]
 
 
 def block_threads(rows):
@@ -97,19 +97,24 @@ def solve_commands(solver):
 
     commands = [s.record(linear_solver.cr_start, n, [s.rhs, s.inv_diagonal], outputs=[s.dlam, s.z, s.p])]
     commands += multiply_commands(s, s.z, s.Az)
-    commands.append(record_per_world(s, linear_solver.reduce_worlds, [s.partial, m.world_chunk_start], outputs=[s.zAz]))
+    commands.append(record_per_world(s, linear_solver.reduce_worlds, [s.zAz_partial, m.world_chunk_start],
+                                     outputs=[s.zAz]))
     commands.append(functools.partial(wp.copy, s.zAz_start, s.zAz))
     commands.append(functools.partial(wp.copy, s.Ap, s.Az))
     commands.append(chunk_dot_command(s, s.Ap, s.Ap, weight=s.inv_diagonal))
-    # An iteration is 6 launches: the step size and the direction ratio finish their per-world sums, the
-    # product and the direction update start the next ones.
-    iteration = [record_per_world(s, linear_solver.cr_step_size, [s.partial, m.world_chunk_start, s.zAz, s.zAz_start,
-                                                                  tolerance_sq], outputs=[s.alpha]),
-                 s.record(linear_solver.cr_update_solution, n, [m.row_world, s.alpha, s.p, s.Ap, s.inv_diagonal],
-                          outputs=[s.dlam, s.z])]
-    iteration += multiply_commands(s, s.z, s.Az)
-    iteration.append(record_per_world(s, linear_solver.cr_direction_ratio, [s.partial, m.world_chunk_start, s.zAz_start,
-                                                                           tolerance_sq], outputs=[s.zAz, s.beta]))
-    iteration.append(record_per_chunk(s, linear_solver.cr_update_direction, [
-        m.row_world, s.beta, s.z, s.Az, s.inv_diagonal, m.chunk_start, m.chunk_end], outputs=[s.p, s.Ap, s.partial]))
-    return commands + iteration * solver.linear_iterations
+
+    def iteration(zAz, zAz_next):
+        """4 launches: the update of the solution and of the direction each finish the world sum they
+        need; the product and the direction update write the chunk sums of the next ones. The world's
+        z.Az goes from ``zAz`` to ``zAz_next``: the next iteration swaps them."""
+        chunks = [m.chunk_start, m.chunk_end, m.row_world, m.world_chunk_start]
+        return [record_per_chunk(s, linear_solver.cr_update_solution, chunks + [
+                    s.partial, zAz, s.zAz_start, tolerance_sq, s.p, s.Ap, s.inv_diagonal], outputs=[s.dlam, s.z]),
+                *multiply_commands(s, s.z, s.Az),
+                record_per_chunk(s, linear_solver.cr_update_direction, chunks + [
+                    s.zAz_partial, zAz, s.zAz_start, tolerance_sq, s.z, s.Az, s.inv_diagonal],
+                    outputs=[zAz_next, s.p, s.Ap, s.partial])]
+
+    pair = iteration(s.zAz, s.zAz_next) + iteration(s.zAz_next, s.zAz)
+    iterations = solver.linear_iterations
+    return commands + pair * (iterations // 2) + pair[:len(pair) // 2] * (iterations % 2)

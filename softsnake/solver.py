@@ -140,8 +140,9 @@ class Solver:
         self.row_residual_scale = wp.ones(max(m.row_count, 1), dtype=float, device=m.device)
         # Per-world solve scratch: live rows (flags and list) and where each column of J^T ends.
         self.row_live, self.live_rows, self.JT_live_ends = zeros(m.row_count, int), zeros(m.row_count, int), zeros(dofs, int)
-        self.partial = zeros(m.chunk_count)
-        for name in ("zAz", "zAz_start", "alpha", "beta", "merit", "merit_ref", "merit_first", "step_scale",
+        # Chunk sums: of z.Az (the linear solve) and of the others (A p . P A p, merits).
+        self.partial, self.zAz_partial = zeros(m.chunk_count), zeros(m.chunk_count)
+        for name in ("zAz", "zAz_next", "zAz_start", "merit", "merit_ref", "merit_first", "step_scale",
                      "kinetic_energy"):
             setattr(self, name, zeros(m.world_count))
         self.retreat, self.world_flag = zeros(m.world_count, int), zeros(m.world_count, int)

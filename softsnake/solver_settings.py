@@ -30,7 +30,7 @@ class SolverSettings:
         linear_tolerance: a world's linear solve stops once its preconditioned residual has fallen by
             this factor [-]: converged worlds do no more work, and a solve never iterates on round-off.
             0 runs every iteration.
-        linear_solver: "batched" (kernels over all rows of all worlds, 6 launches per iteration),
+        linear_solver: "batched" (kernels over all rows of all worlds, 4 launches per iteration),
             "per_world" (one thread per world, the whole solve one launch: many small worlds, and the
             CPU), "block" (one thread block per world, the whole solve one launch: large worlds on a
             GPU), or "auto" (per_world on the CPU and wherever no world has more than

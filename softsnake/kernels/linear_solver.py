@@ -10,9 +10,11 @@ on the CPU a block is one thread, and the order is the rows' own, as in ``cr_sol
 Chunk boundaries depend only on a row's position inside its world, so a world computes bit for bit
 the same numbers whichever other worlds share the batch.
 
-The batched iteration is 6 launches: the step size and the direction ratio each finish a world's
-sum (``cr_step_size``, ``cr_direction_ratio``), and the kernels that write a vector also write its
-chunk sums (``cr_multiply_rows``: A z and z . A z; ``cr_update_direction``: A p and A p . P A p).
+The batched iteration is 4 launches, two for the product (``operator.apply_inverse_mass_transpose``,
+``cr_multiply_rows``) and two updates (``cr_update_solution``, ``cr_update_direction``): the kernels
+that write a vector also write its chunk sums (A z and z . A z; A p and A p . P A p), and the kernels
+that need a world's sum finish it themselves, every thread block of the world alike, so no launch
+computes a per-world scalar on its own.
 
 Loops over index ranges are written as while loops: on the CPU they compile to tighter code
 than ``for k in range(begin, end)``, which matters in the innermost loops; for the same reason
@@ -142,38 +144,42 @@ def cr_ratio(zAz_new: float, zAz: float, zAz_start: float, tolerance_sq: float):
     return zAz_new / zAz
 
 
-@wp.kernel
-def cr_step_size(
-    partial: wp.array(dtype=float),
-    world_chunk_start: wp.array(dtype=int),
-    zAz: wp.array(dtype=float),
-    zAz_start: wp.array(dtype=float),
-    tolerance_sq: float,
-    alpha: wp.array(dtype=float),
-):
-    """alpha = z.Az / (A p . P A p), per world, from the chunk sums of A p . P A p (one thread block per
-    world, as ``reduce_worlds``; 0 once the world has converged)."""
-    w, lane = wp.tid()
-    den = world_block_sum(partial, world_chunk_start, w, lane)
-    if lane == 0:
-        alpha[w] = cr_step(zAz[w], zAz_start[w], den, tolerance_sq)
+@wp.func
+def chunk_world(chunk_start: wp.array(dtype=int), row_world: wp.array(dtype=int), c: int):
+    """The world of chunk c (a chunk is never empty and never straddles two worlds)."""
+    return nonnegative(row_world[nonnegative(chunk_start[c])])
 
 
 @wp.kernel
 def cr_update_solution(
+    chunk_start: wp.array(dtype=int),
+    chunk_end: wp.array(dtype=int),
     row_world: wp.array(dtype=int),
-    alpha: wp.array(dtype=float),
+    world_chunk_start: wp.array(dtype=int),
+    den_partial: wp.array(dtype=float),
+    zAz: wp.array(dtype=float),
+    zAz_start: wp.array(dtype=float),
+    tolerance_sq: float,
     p: wp.array(dtype=float),
     Ap: wp.array(dtype=float),
     inv_diagonal: wp.array(dtype=float),
     x: wp.array(dtype=float),
     z: wp.array(dtype=float),
 ):
-    """x += alpha p; z -= alpha P A p (z tracks the preconditioned residual)."""
-    i = wp.tid()
-    a = alpha[row_world[i]]
-    x[i] = x[i] + a * p[i]
-    z[i] = z[i] - a * inv_diagonal[i] * Ap[i]
+    """alpha = z.Az / (A p . P A p); x += alpha p; z -= alpha P A p (z tracks the preconditioned residual).
+
+    One thread block per chunk: each block finishes its world's sum of the chunk sums of A p . P A p
+    itself (``world_block_sum``, the same tree in every block of the world, so every block gets the same
+    alpha; 0 once the world has converged), which saves the launch that would compute alpha once."""
+    c, lane = wp.tid()
+    w = chunk_world(chunk_start, row_world, c)
+    den = world_block_sum(den_partial, world_chunk_start, w, lane)
+    alpha = cr_step(zAz[w], zAz_start[w], den, tolerance_sq)
+    i = chunk_start[c] + lane
+    while i < chunk_end[c]:
+        x[i] = x[i] + alpha * p[i]
+        z[i] = z[i] - alpha * inv_diagonal[i] * Ap[i]
+        i += wp.block_dim()
 
 
 @wp.kernel
@@ -207,51 +213,47 @@ def cr_multiply_rows(
 
 
 @wp.kernel
-def cr_direction_ratio(
-    partial: wp.array(dtype=float),
+def cr_update_direction(
+    chunk_start: wp.array(dtype=int),
+    chunk_end: wp.array(dtype=int),
+    row_world: wp.array(dtype=int),
     world_chunk_start: wp.array(dtype=int),
+    zAz_partial: wp.array(dtype=float),
+    zAz: wp.array(dtype=float),
     zAz_start: wp.array(dtype=float),
     tolerance_sq: float,
-    zAz: wp.array(dtype=float),
-    beta: wp.array(dtype=float),
-):
-    """beta = z.Az (new) / z.Az (old) per world, from the chunk sums of the new z.Az, which replaces the
-    old (one thread block per world; 0 once the world has converged)."""
-    w, lane = wp.tid()
-    zAz_new = world_block_sum(partial, world_chunk_start, w, lane)
-    if lane == 0:
-        beta[w] = cr_ratio(zAz_new, zAz[w], zAz_start[w], tolerance_sq)
-        zAz[w] = zAz_new
-
-
-@wp.kernel
-def cr_update_direction(
-    row_world: wp.array(dtype=int),
-    beta: wp.array(dtype=float),
     z: wp.array(dtype=float),
     Az: wp.array(dtype=float),
     inv_diagonal: wp.array(dtype=float),
-    chunk_start: wp.array(dtype=int),
-    chunk_end: wp.array(dtype=int),
+    zAz_next: wp.array(dtype=float),
     p: wp.array(dtype=float),
     Ap: wp.array(dtype=float),
-    partial: wp.array(dtype=float),
+    den_partial: wp.array(dtype=float),
 ):
-    """p = z + beta p; A p = A z + beta A p (no extra product); and partial[chunk] = A p . P A p over the
-    chunk's rows, for the next step size: one thread block per chunk, as ``reduce_chunks``."""
+    """beta = z.Az (new) / z.Az (old); p = z + beta p; A p = A z + beta A p (no extra product); and
+    den_partial[chunk] = A p . P A p over the chunk's rows, for the next step size.
+
+    One thread block per chunk, finishing its world's new z.Az from the chunk sums as
+    ``cr_update_solution`` finishes its denominator (0 once the world has converged). The world's first
+    chunk stores the new z.Az in ``zAz_next``, not in ``zAz``, which the other blocks of the launch are
+    still reading: the iterations alternate the two arrays."""
     c, lane = wp.tid()
+    w = chunk_world(chunk_start, row_world, c)
+    zAz_new = world_block_sum(zAz_partial, world_chunk_start, w, lane)
+    beta = cr_ratio(zAz_new, zAz[w], zAz_start[w], tolerance_sq)
+    if lane == 0 and c == world_chunk_start[w]:
+        zAz_next[w] = zAz_new
     s = float(0.0)
     i = chunk_start[c] + lane
     while i < chunk_end[c]:
-        b = beta[row_world[i]]
-        p[i] = z[i] + b * p[i]
-        Api = Az[i] + b * Ap[i]
+        p[i] = z[i] + beta * p[i]
+        Api = Az[i] + beta * Ap[i]
         Ap[i] = Api
         s += Api * Api * inv_diagonal[i]
         i += wp.block_dim()
     total = block_sum(s)
     if lane == 0:
-        partial[c] = total
+        den_partial[c] = total
 
 
 @wp.func
@@ -518,7 +520,7 @@ def cr_solve_block_per_world(
 
     A whole solve is one launch, as in ``cr_solve_per_world``, with a block's parallelism inside a
     world: for large worlds (a soft snake's ~28 000 rows) where one thread per world leaves the GPU
-    idle and the batched solver pays 6 launches per iteration. The iterates are those of the other
+    idle and the batched solver pays 4 launches per iteration. The iterates are those of the other
     two solvers up to float round-off (the inner products add in a tree, not in row chunks) and are
     deterministic for a given block size; a world's numbers still depend on no other world. Between
     a phase that writes an array and one that reads other threads' entries of it, a ``block_sum``
