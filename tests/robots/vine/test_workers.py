@@ -30,7 +30,7 @@ def test_split_batch_is_bit_identical_to_one_process():
         second = rollout(batch, 20, scene.sim.dt)
         return np.concatenate([first.poses, second.poses]), batch.half_length, batch.time
 
-    whole = run(VineBatch(specs))
+    whole = run(VineBatch(specs, device="cpu"))  # worker processes run on the CPU
     with VineBatchWorkers(specs, workers=2) as split:
         assert (split.vine_count, split.link_count, split.body_count) == (5, 6, 12)
         shares = run(split)
