@@ -10,10 +10,6 @@ batched solver's on a GPU (on the CPU, where a block is one thread, batched and 
 bit-identical). All stop a world once its residual has fallen by ``linear_tolerance``.
 """
 
-import functools
-
-import warp as wp
-
 from .kernels import linear_solver, operator
 
 
@@ -40,12 +36,12 @@ def record_per_world(solver, kernel, inputs, outputs):
                          block_threads=block_threads(largest_world_chunks))
 
 
-def chunk_dot_command(solver, a, b, weight=None, partial=None):
-    """partial[chunk] = sum over the chunk's rows of a b (weight) (``partial``: solver.partial)."""
+def chunk_dot_command(solver, a, b, weight=None):
+    """solver.partial[chunk] = sum over the chunk's rows of a b (weight)."""
     m = solver.model
     return record_per_chunk(solver, linear_solver.reduce_chunks, [
         a, b, a if weight is None else weight, 0 if weight is None else 1, m.chunk_start, m.chunk_end],
-        outputs=[solver.partial if partial is None else partial])
+        outputs=[solver.partial])
 
 
 def world_dot_commands(solver, a, b, result, weight=None):
@@ -97,23 +93,23 @@ def solve_commands(solver):
 
     commands = [s.record(linear_solver.cr_start, n, [s.rhs, s.inv_diagonal], outputs=[s.dlam, s.z, s.p])]
     commands += multiply_commands(s, s.z, s.Az)
-    commands.append(record_per_world(s, linear_solver.reduce_worlds, [s.zAz_partial, m.world_chunk_start],
-                                     outputs=[s.zAz]))
-    commands.append(functools.partial(wp.copy, s.zAz_start, s.zAz))
-    commands.append(functools.partial(wp.copy, s.Ap, s.Az))
-    commands.append(chunk_dot_command(s, s.Ap, s.Ap, weight=s.inv_diagonal))
+    chunks = [m.chunk_start, m.chunk_end, m.row_world, m.world_chunk_start]
+
+    def update_direction(zAz, zAz_next, first):
+        return record_per_chunk(s, linear_solver.cr_update_direction, chunks + [
+            s.zAz_partial, zAz, int(first), tolerance_sq, s.z, s.Az, s.inv_diagonal],
+            outputs=[s.zAz_start, zAz_next, s.p, s.Ap, s.partial])
+
+    commands.append(update_direction(s.zAz_next, s.zAz, first=True))
 
     def iteration(zAz, zAz_next):
         """4 launches: the update of the solution and of the direction each finish the world sum they
         need; the product and the direction update write the chunk sums of the next ones. The world's
         z.Az goes from ``zAz`` to ``zAz_next``: the next iteration swaps them."""
-        chunks = [m.chunk_start, m.chunk_end, m.row_world, m.world_chunk_start]
         return [record_per_chunk(s, linear_solver.cr_update_solution, chunks + [
                     s.partial, zAz, s.zAz_start, tolerance_sq, s.p, s.Ap, s.inv_diagonal], outputs=[s.dlam, s.z]),
                 *multiply_commands(s, s.z, s.Az),
-                record_per_chunk(s, linear_solver.cr_update_direction, chunks + [
-                    s.zAz_partial, zAz, s.zAz_start, tolerance_sq, s.z, s.Az, s.inv_diagonal],
-                    outputs=[zAz_next, s.p, s.Ap, s.partial])]
+                update_direction(zAz, zAz_next, first=False)]
 
     pair = iteration(s.zAz, s.zAz_next) + iteration(s.zAz_next, s.zAz)
     iterations = solver.linear_iterations

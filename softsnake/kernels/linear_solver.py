@@ -220,34 +220,42 @@ def cr_update_direction(
     world_chunk_start: wp.array(dtype=int),
     zAz_partial: wp.array(dtype=float),
     zAz: wp.array(dtype=float),
-    zAz_start: wp.array(dtype=float),
+    first: int,
     tolerance_sq: float,
     z: wp.array(dtype=float),
     Az: wp.array(dtype=float),
     inv_diagonal: wp.array(dtype=float),
+    zAz_start: wp.array(dtype=float),
     zAz_next: wp.array(dtype=float),
     p: wp.array(dtype=float),
     Ap: wp.array(dtype=float),
     den_partial: wp.array(dtype=float),
 ):
     """beta = z.Az (new) / z.Az (old); p = z + beta p; A p = A z + beta A p (no extra product); and
-    den_partial[chunk] = A p . P A p over the chunk's rows, for the next step size.
+    den_partial[chunk] = A p . P A p over the chunk's rows, for the next step size. With ``first``
+    (after the solve's first product, p = z already): A p = A z, and the new z.Az is also ``zAz_start``.
 
     One thread block per chunk, finishing its world's new z.Az from the chunk sums as
-    ``cr_update_solution`` finishes its denominator (0 once the world has converged). The world's first
-    chunk stores the new z.Az in ``zAz_next``, not in ``zAz``, which the other blocks of the launch are
-    still reading: the iterations alternate the two arrays."""
+    ``cr_update_solution`` finishes its denominator (beta 0 once the world has converged). The world's
+    first chunk stores the new z.Az in ``zAz_next``, not in ``zAz``, which the other blocks of the
+    launch are still reading: the iterations alternate the two arrays."""
     c, lane = wp.tid()
     w = chunk_world(chunk_start, row_world, c)
     zAz_new = world_block_sum(zAz_partial, world_chunk_start, w, lane)
-    beta = cr_ratio(zAz_new, zAz[w], zAz_start[w], tolerance_sq)
+    beta = float(0.0)
+    if first == 0:
+        beta = cr_ratio(zAz_new, zAz[w], zAz_start[w], tolerance_sq)
     if lane == 0 and c == world_chunk_start[w]:
         zAz_next[w] = zAz_new
+        if first != 0:
+            zAz_start[w] = zAz_new
     s = float(0.0)
     i = chunk_start[c] + lane
     while i < chunk_end[c]:
-        p[i] = z[i] + beta * p[i]
-        Api = Az[i] + beta * Ap[i]
+        Api = Az[i]
+        if first == 0:
+            p[i] = z[i] + beta * p[i]
+            Api += beta * Ap[i]
         Ap[i] = Api
         s += Api * Api * inv_diagonal[i]
         i += wp.block_dim()
