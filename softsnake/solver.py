@@ -18,6 +18,7 @@ Every setting, with its unit and the reason for its value, is ``softsnake.Solver
 
 import contextlib
 import functools
+import math
 import time
 
 import numpy as np
@@ -53,7 +54,9 @@ PROFILE_PHASES = ("predict", "assemble", "solve", "update", "finish", "check")
 
 FLAG_NAMES = {int(checks.NONFINITE): "a non-finite state", int(checks.TOO_FAST): "a speed above {max_speed:g} m/s",
               int(checks.SPINNING): "an angular speed above {max_angular_speed:g} rad/s",
-              int(checks.ENERGY_GROWTH): "kinetic energy grown more than {energy_growth_limit:g} times in one step"}
+              int(checks.ENERGY_GROWTH): "kinetic energy grown more than {energy_growth_limit:g} times in one step",
+              int(checks.ENERGY_GROWTH_TWO_STEPS): "kinetic energy grown more than {energy_growth_sqrt:.3g} times in "
+                                                   "each of two steps"}
 
 
 def _launched():
@@ -143,7 +146,7 @@ class Solver:
         # Chunk sums: of z.Az (the linear solve) and of the others (A p . P A p, merits).
         self.partial, self.zAz_partial = zeros(m.chunk_count), zeros(m.chunk_count)
         for name in ("zAz", "zAz_next", "zAz_start", "merit", "merit_ref", "merit_first", "step_scale",
-                     "kinetic_energy"):
+                     "kinetic_energy", "energy_growth"):
             setattr(self, name, zeros(m.world_count))
         self.retreat, self.world_flag = zeros(m.world_count, int), zeros(m.world_count, int)
 
@@ -216,6 +219,7 @@ class Solver:
         if mask.all():
             state.multiplier_step = 0.0
         self.kinetic_energy.zero_()
+        self.energy_growth.zero_()
 
     def reset_profile(self):
         """Set every phase time of ``profile_seconds`` back to 0."""
@@ -372,7 +376,7 @@ class Solver:
             m.particle_world_start_device, m.body_world_start_device, state.particle_q, state.particle_qd,
             m.particle_inv_mass, state.body_q, state.body_qd, m.body_inv_mass, m.body_inertia, self.max_speed,
             self.max_angular_speed, self.energy_growth_limit, self.energy_floor],
-            outputs=[self.kinetic_energy, self.world_flag])]
+            outputs=[self.kinetic_energy, self.energy_growth, self.world_flag])]
 
     def _raise_if_blown_up(self):
         """Read the blow-up check's flags of the steps since the last read (and clear them); raise
@@ -385,7 +389,8 @@ class Solver:
         if len(bad):
             self.world_flag.zero_()
             w = int(bad[np.argmax(flags[bad])])
-            what = FLAG_NAMES[int(flags[w])].format(**vars(self.settings))
+            what = FLAG_NAMES[int(flags[w])].format(energy_growth_sqrt=math.sqrt(self.energy_growth_limit),
+                                                    **vars(self.settings))
             raise SimulationError(
                 f"world {w} blew up ({what}) in {step_span(first, self.step_count)} "
                 f"({len(bad)} world(s) affected); reduce dt or check the model's parameters",
