@@ -24,7 +24,7 @@ Prints the device; writes vine_runtime_single.csv, vine_runtime_batch.csv and vi
 into --out (default experiments/results).
 
 Usage: python experiments/vine_runtime.py [--out DIR] [--device cpu|cuda] [--quick] [--links 10,15]
-       [--sizes 1,64,4096] [--bodies 30,60] [--linear-solvers per_world,block]
+       [--sizes 1,64,4096] [--bodies 30,60] [--linear-solvers per_world,block,batched]
 """
 
 import argparse
