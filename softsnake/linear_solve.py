@@ -22,10 +22,14 @@ def inverse_mass_transpose_command(solver, x, u):
 
 
 def record_per_chunk(solver, kernel, inputs, outputs):
-    """A recorded launch of ``kernel`` with one thread block per reduction chunk, a thread per row (as
-    many threads as the element-wise kernels these replace; the tree adds 8 levels)."""
-    return solver.record(kernel, solver.model.chunk_count, inputs, outputs=outputs,
-                         block_threads=linear_solver.REDUCTION_CHUNK)
+    """A recorded launch of ``kernel`` with one thread block per reduction chunk, a thread per row of the
+    largest chunk in whole warps (256 for a snake or a vine of 15 links, 240 rows; 160 for a vine of 10
+    links, 160 rows, whose one chunk would leave 96 of 256 threads idle). On the CPU a block is one
+    thread whatever its size."""
+    m = solver.model
+    largest_chunk = min(m.largest_world_rows, linear_solver.REDUCTION_CHUNK)
+    return solver.record(kernel, m.chunk_count, inputs, outputs=outputs,
+                         block_threads=max(32, 32 * -(-largest_chunk // 32)))
 
 
 def record_per_world(solver, kernel, inputs, outputs):
