@@ -18,7 +18,6 @@ Every setting, with its unit and the reason for its value, is ``softsnake.Solver
 
 import contextlib
 import functools
-import math
 import time
 
 import numpy as np
@@ -55,7 +54,7 @@ PROFILE_PHASES = ("predict", "assemble", "solve", "update", "finish", "check")
 FLAG_NAMES = {int(checks.NONFINITE): "a non-finite state", int(checks.TOO_FAST): "a speed above {max_speed:g} m/s",
               int(checks.SPINNING): "an angular speed above {max_angular_speed:g} rad/s",
               int(checks.ENERGY_GROWTH): "kinetic energy grown more than {energy_growth_limit:g} times in one step",
-              int(checks.ENERGY_GROWTH_TWO_STEPS): "kinetic energy grown more than {energy_growth_sqrt:.3g} times in "
+              int(checks.ENERGY_GROWTH_TWO_STEPS): "kinetic energy grown more than {energy_growth_two_steps:.3g} times in "
                                                    "each of two steps"}
 
 
@@ -389,7 +388,7 @@ class Solver:
         if len(bad):
             self.world_flag.zero_()
             w = int(bad[np.argmax(flags[bad])])
-            what = FLAG_NAMES[int(flags[w])].format(energy_growth_sqrt=math.sqrt(self.energy_growth_limit),
+            what = FLAG_NAMES[int(flags[w])].format(energy_growth_two_steps=self.energy_growth_limit ** 0.75,
                                                     **vars(self.settings))
             raise SimulationError(
                 f"world {w} blew up ({what}) in {step_span(first, self.step_count)} "
