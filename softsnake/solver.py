@@ -374,7 +374,8 @@ class Solver:
         return [self.record(checks.check_worlds, m.world_count, [
             m.particle_world_start_device, m.body_world_start_device, state.particle_q, state.particle_qd,
             m.particle_inv_mass, state.body_q, state.body_qd, m.body_inv_mass, m.body_inertia, self.max_speed,
-            self.max_angular_speed, self.energy_growth_limit, self.energy_floor],
+            self.max_angular_speed, self.energy_growth_limit, checks.two_step_growth_limit(self.energy_growth_limit),
+            self.energy_floor],
             outputs=[self.kinetic_energy, self.energy_growth, self.world_flag])]
 
     def _raise_if_blown_up(self):
@@ -388,8 +389,8 @@ class Solver:
         if len(bad):
             self.world_flag.zero_()
             w = int(bad[np.argmax(flags[bad])])
-            what = FLAG_NAMES[int(flags[w])].format(energy_growth_two_steps=self.energy_growth_limit ** 0.75,
-                                                    **vars(self.settings))
+            two_steps = checks.two_step_growth_limit(self.energy_growth_limit)
+            what = FLAG_NAMES[int(flags[w])].format(energy_growth_two_steps=two_steps, **vars(self.settings))
             raise SimulationError(
                 f"world {w} blew up ({what}) in {step_span(first, self.step_count)} "
                 f"({len(bad)} world(s) affected); reduce dt or check the model's parameters",

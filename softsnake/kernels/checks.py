@@ -28,6 +28,12 @@ NONFINITE = wp.constant(5)
 """World flags of the blow-up check, the most serious largest."""
 
 
+def two_step_growth_limit(energy_growth_limit):
+    """The growth [-] each of two consecutive steps must exceed to flag ENERGY_GROWTH_TWO_STEPS: the
+    one-step limit to the power 3/4 (31.6 for 100; 1 000 times together)."""
+    return energy_growth_limit ** 0.75
+
+
 @wp.func
 def vec_finite(v: wp.vec3):
     return wp.isfinite(v[0]) and wp.isfinite(v[1]) and wp.isfinite(v[2])
@@ -47,6 +53,7 @@ def check_worlds(
     max_speed: float,
     max_angular_speed: float,
     energy_growth_limit: float,
+    two_step_limit: float,
     energy_floor: float,
     kinetic_energy: wp.array(dtype=float),
     energy_growth: wp.array(dtype=float),
@@ -54,8 +61,8 @@ def check_worlds(
 ):
     """One thread per world, in a fixed order (deterministic): flag a non-finite position or velocity,
     a linear speed above ``max_speed``, an angular speed above ``max_angular_speed``, or kinetic energy
-    that grew more than ``energy_growth_limit`` times since the last step, or more than that limit to
-    the power 3/4 in this step and in the last, each time from above ``energy_floor`` [J]; store the world's kinetic
+    that grew more than ``energy_growth_limit`` times since the last step, or more than
+    ``two_step_limit`` times in this step and in the last, each time from above ``energy_floor`` [J]; store the world's kinetic
     energy [J] and its growth (0 where not judged) for the next step. The flag keeps the worst finding
     since the host last read and cleared it (``SolverSettings.check_interval``)."""
     w = nonnegative(wp.tid())
@@ -96,7 +103,7 @@ def check_worlds(
         growth = energy / previous
         if energy > energy_growth_limit * previous:
             flag = wp.max(flag, ENERGY_GROWTH)
-        elif wp.min(growth, energy_growth[w]) > wp.pow(energy_growth_limit, 0.75):
+        elif wp.min(growth, energy_growth[w]) > two_step_limit:
             flag = wp.max(flag, ENERGY_GROWTH_TWO_STEPS)
     kinetic_energy[w] = energy
     energy_growth[w] = growth
