@@ -49,7 +49,8 @@ STEERING_SUPPLY_PRESSURE = psi_to_pa(10.0)
 
 CPU_SECONDS_PER_BODY_STEP = 2e-5
 """Wall time of one step per rigid body of a vine on one CPU core [s], for run estimates: a 30-body
-vine steps in 0.59 ms (experiments/results/vine.md)."""
+vine steps in 0.43 ms on this project's CPU (1.4e-5 s per body; experiments/results/vine.md), the rest
+a margin for slower machines."""
 
 SOLVER_DEFAULTS = {"substeps": 1, "newton_iterations": 4, "linear_iterations": 20}
 """Solver settings of the vine rollouts: one substep per step of the papers' dt (1/90 s) follows
