@@ -55,11 +55,12 @@ HEADING = 0.0
 USD_FPS_DEFAULT = 60.0
 """Frames per second written to USD [1/s]."""
 
-CPU_SECONDS_PER_SNAKE_FRAME = {"paper": 0.24, "coarse": 0.13}
+CPU_SECONDS_PER_SNAKE_FRAME = {"paper": 0.25, "coarse": 0.053}
 """Wall time of one frame of one snake on one CPU core [s] at the snake's budget (``SNAKE_BUDGET``), by
-resolution, for run estimates: coarse measured (0.134 s, one snake, 3 s of the gait, 2-core machine
-shared with other jobs), paper scaled from Table II's 0.121 s at the paper's budget by the 8 x 40 /
-4 x 20 cost ratio of the convergence study (2.0). A run of S snakes takes about S times as long."""
+resolution, for run estimates, measured on an idle 2-core machine (2026-11-24, commit 55402b6): paper
+0.249 s (one snake, 0.5 s of the gait), coarse 0.052 s (one snake, 2 s) and 0.053 s per snake-frame
+over the main job (3 snakes, 10 s, one process). A run of S snakes takes about S times as long; a
+machine busy with another job about twice as long (the coarse snake took 0.134 s so)."""
 
 MODEL_BYTES_PER_SNAKE = {"paper": 9.9e6, "coarse": 2.1e6}
 """Bytes of the Warp arrays of one snake (model, state, control and solver) [B], measured with
