@@ -16,7 +16,9 @@ the grid {2, 4, 8} x {10, 20, 40, 80, 160} and "default", the budget of ``Solver
 - block: a stiff soft block (10 cm cube, 2x2x2 cells, Y = 1 MPa, nu = 0.3, 1000 kg/m^3, damping
   0.01 s; omega h ~ 10) dropped onto ground with mu = 0.5, 60 steps of 1/60 s with 1 substep, the
   blow-up check off: the largest particle speed in the first and the last 30 steps (a block at rest
-  moves by mm/s; m/s means it went unstable) and the median residual norms over the steps.
+  moves by mm/s; m/s means it went unstable), the deepest penetration of the ground, and the median
+  residual norms over the steps. ``--block-variants`` adds the same block on frictionless ground and
+  clamped by its bottom face (no contact): convergence_block_frictionless and convergence_block_clamped.
 - vine: the cluttered reference scenes 1 and 2 (seed 000's rollouts, shared/reference/vine) with
   the vine's own settings (``solver_settings``: 1 substep, warm start) and the budget's iteration
   counts: median and largest tip error against the reference [tube diameters], whether the vine
@@ -29,6 +31,7 @@ tag default "<resolution>_<seconds>s".
 
 Usage: python experiments/convergence.py [--seconds 10] [--resolution paper|coarse]
            [--budgets 2x10,4x20,default] [--skip-block] [--skip-snake] [--skip-vine] [--tag NAME]
+           [--block-variants ground,frictionless,clamped]
            [--momentum-balance] [--out DIR]
 """
 
@@ -122,25 +125,42 @@ def vine_run(number, newton, linear, balance=False):
             **{f"c{number}_{key}": value for key, value in residual_columns(norms).items()}}
 
 
-def block_run(newton, linear, steps=60, dt=1.0 / 60.0, balance=False):
+BLOCK_VARIANTS = ("ground", "frictionless", "clamped")
+"""The block's supports: on the ground with mu = 0.5 (the page convergence_block), on frictionless ground,
+or clamped (its bottom face attached to a fixed body, no contact): which rows an unconverged budget
+fails on."""
+
+
+def block_run(newton, linear, steps=60, dt=1.0 / 60.0, balance=False, variant="ground"):
     import softsnake
     from softsnake.meshing import box_tet_mesh
 
     verts, tets = box_tet_mesh(size=(0.1, 0.1, 0.1), cells=(2, 2, 2))
     builder = softsnake.ModelBuilder()
-    builder.add_ground(mu=0.5)
-    builder.add_soft_mesh(verts, tets, 1000.0, 1.0e6, 0.3, position=(0.0, 0.0, 0.05), damping=0.01)
+    if variant == "clamped":
+        first = builder.add_soft_mesh(verts, tets, 1000.0, 1.0e6, 0.3, position=(0.0, 0.0, 0.05), damping=0.01,
+                                      collide="none")
+        wall = builder.add_body((0.0, 0.0, 0.0), kinematic=True)
+        for i in np.flatnonzero(np.isclose(verts[:, 2], verts[:, 2].min())):
+            builder.add_attachment(wall, first + int(i))
+    else:
+        builder.add_ground(mu=0.5 if variant == "ground" else 0.0)
+        builder.add_soft_mesh(verts, tets, 1000.0, 1.0e6, 0.3, position=(0.0, 0.0, 0.05), damping=0.01)
     model = builder.finalize("cpu")
     solver = softsnake.Solver(model, substeps=1, newton_iterations=newton, linear_iterations=linear,
                               check_finite=False, momentum_balance=balance)
     state, control = model.state(), model.control()
-    speeds, norms = [], []
+    speeds, depths, norms = [], [], []
     for _ in range(steps):
         solver.step(state, state, control, dt)
         speeds.append(float(np.abs(state.particle_qd.numpy()).max()))
+        depths.append(max(0.0, -float(state.particle_q.numpy()[:, 2].min())))
         norms.append(solver.residual_norms(state, control, dt).as_dict())
     half = steps // 2
+    penetration = {} if variant == "clamped" else {
+        "penetration_after_step_1_mm": 1e3 * depths[0], "max_penetration_mm": 1e3 * max(depths)}
     return {"max_speed_first_half_m_s": max(speeds[:half]), "max_speed_last_half_m_s": max(speeds[half:]),
+            **penetration,
             **{f"median_res_{kind}": float(np.median([n[kind][0] for n in norms])) for kind in (*KINDS, "rows")}}
 
 
@@ -176,12 +196,17 @@ def main(argv=None):
     parser.add_argument("--resolution", default="paper", choices=("paper", "coarse"), help="snake mesh")
     parser.add_argument("--budgets", default=DEFAULT_BUDGETS, help="NEWTONxLINEAR,... and/or default")
     parser.add_argument("--skip-block", action="store_true")
+    parser.add_argument("--block-variants", default="ground", type=lambda text: text.split(","),
+                        help=f"the block's supports, of {','.join(BLOCK_VARIANTS)} (default ground)")
     parser.add_argument("--skip-snake", action="store_true")
     parser.add_argument("--skip-vine", action="store_true")
     parser.add_argument("--tag", default=None, help="file name tag (default <resolution>_<seconds>s)")
     parser.add_argument("--momentum-balance", action="store_true",
                         help="run with SolverSettings.momentum_balance (file names end in _balanced)")
     options = parser.parse_args(argv)
+    unknown = sorted(set(options.block_variants) - set(BLOCK_VARIANTS))
+    if unknown:
+        parser.error(f"unknown block variant(s) {', '.join(unknown)}; known: {', '.join(BLOCK_VARIANTS)}")
     balance = options.momentum_balance
     suffix = "_balanced" if balance else ""
     out = make_output_folder(options.out)
@@ -195,15 +220,20 @@ def main(argv=None):
               ("Residual norms (res_*): Solver.residual_norms at the end of the run, world 0, sqrt(kg) m "
               "(softsnake/residuals.py).")]
 
-    if not options.skip_block:
+    for variant in ([] if options.skip_block else options.block_variants):
         rows = []
+        stem = "convergence_block" + ("" if variant == "ground" else f"_{variant}") + suffix
+        support = {"ground": "resting on the ground (mu 0.5)", "frictionless": "resting on frictionless ground",
+                   "clamped": "clamped by its bottom face (no contact)"}[variant]
         for label, newton, linear in budgets:
-            rows.append({"budget": label, "newton": newton, "linear": linear, **block_run(newton, linear, balance=balance)})
-            print("block " + ", ".join(f"{k} {fmt(v)}" for k, v in rows[-1].items()), flush=True)
-            write_outputs(out, f"convergence_block{suffix}", rows, [
-                "# Stiff soft block resting on the ground: stability and residuals per budget", "", *common,
+            rows.append({"budget": label, "newton": newton, "linear": linear,
+                         **block_run(newton, linear, balance=balance, variant=variant)})
+            print(f"block {variant} " + ", ".join(f"{k} {fmt(v)}" for k, v in rows[-1].items()), flush=True)
+            write_outputs(out, stem, rows, [
+                f"# Stiff soft block {support}: stability and residuals per budget", "", *common,
                 ("1 MPa block (10 cm, 2x2x2 cells, nu 0.3, damping 0.01 s), 60 steps of 1/60 s, 1 substep, "
-                 "blow-up check off; residuals: median over the 60 steps.")])
+                 "blow-up check off; residuals: median over the 60 steps; penetration: the deepest node below "
+                 "the ground at the end of a step [mm].")])
 
     if not options.skip_vine:
         rows = []

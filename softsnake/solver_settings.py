@@ -52,8 +52,9 @@ class SolverSettings:
             the solution needs (a wheeled module pushed sideways at twice its grip tumbled with
             the line search at 8 x 100 and slid correctly without it). Nor does it keep a short
             budget from adding energy: a stiff soft block (1 MPa) resting on the ground at dt = 1/60 s
-            gains speeds of metres per second at 4 Newton x 40..160 iterations with it as without it,
-            and stays at rest at 8 x 100 (experiments/results/convergence_block.md).
+            gains speeds of metres per second at 2 x 20..160 and 4 x 40..160 iterations, faster with it
+            than without it, and stays at rest at every 8-Newton budget; the energy comes from its
+            contact rows (experiments/results/convergence.md, "Where the energy comes from").
         line_search_halvings: the most consecutive halvings of one step [-].
         momentum_balance: carry the momentum residual g = M (x - x~) - J(x)^T lambda in the Newton
             right-hand side and add its M-norm to the merit (``softsnake.kernels.rows``), so that a

@@ -202,3 +202,29 @@ def test_unstable_solve_is_caught_at_the_first_step_it_runs_away():
         for _ in range(30):
             solver.step(state, state, control, 1.0 / 30.0)
     assert info.value.step == jumps[0]
+
+
+@pytest.mark.parametrize("newton, linear", [(2, 40), (2, 160), (4, 160)])
+def test_unconverged_elastic_rows_add_no_energy(device, newton, linear):
+    """A stiff soft block (1 MPa, omega h ~ 10 at 1/60 s) clamped by its bottom face, loaded by gravity,
+    at budgets that leave its Newton iteration unconverged: it settles, with no node faster than 1e-3
+    m/s in steps 31-60 (measured at most 1.5e-4; experiments/results/convergence_block_clamped.md). The
+    same block resting on the ground instead runs away at these budgets (2-4 m/s: its contact rows add
+    the energy, experiments/results/convergence.md), so this bounds the elastic and attachment rows."""
+    from softsnake.meshing import box_tet_mesh
+
+    vertices, tets = box_tet_mesh(size=(0.1, 0.1, 0.1), cells=(2, 2, 2))
+    b = softsnake.ModelBuilder()
+    first = b.add_soft_mesh(vertices, tets, 1000.0, 1.0e6, 0.3, position=(0.0, 0.0, 0.05), damping=0.01,
+                            collide="none")
+    wall = b.add_body((0.0, 0.0, 0.0), kinematic=True)
+    for i in np.flatnonzero(np.isclose(vertices[:, 2], vertices[:, 2].min())):
+        b.add_attachment(wall, first + int(i))
+    model = b.finalize(device)
+    solver = softsnake.Solver(model, substeps=1, newton_iterations=newton, linear_iterations=linear)
+    state, control = model.state(), model.control()
+    speeds = []
+    for _ in range(60):
+        solver.step(state, state, control, 1.0 / 60.0)
+        speeds.append(float(np.abs(state.particle_qd.numpy()).max()))
+    assert max(speeds[30:]) < 1.0e-3, f"fastest node in steps 31-60: {max(speeds[30:]):.3g} m/s"
