@@ -17,8 +17,9 @@ the grid {2, 4, 8} x {10, 20, 40, 80, 160} and "default", the budget of ``Solver
   0.01 s; omega h ~ 10) dropped onto ground with mu = 0.5, 60 steps of 1/60 s with 1 substep, the
   blow-up check off: the largest particle speed in the first and the last 30 steps (a block at rest
   moves by mm/s; m/s means it went unstable), the deepest penetration of the ground, and the median
-  residual norms over the steps. ``--block-variants`` adds the same block on frictionless ground and
-  clamped by its bottom face (no contact): convergence_block_frictionless and convergence_block_clamped.
+  residual norms over the steps. ``--block-variants`` adds the same block on frictionless ground,
+  clamped by its bottom face (no contact), and on the ground started cold every substep:
+  convergence_block_frictionless, convergence_block_clamped and convergence_block_cold.
 - vine: the cluttered reference scenes 1 and 2 (seed 000's rollouts, shared/reference/vine) with
   the vine's own settings (``solver_settings``: 1 substep, warm start) and the budget's iteration
   counts: median and largest tip error against the reference [tube diameters], whether the vine
@@ -31,7 +32,7 @@ tag default "<resolution>_<seconds>s".
 
 Usage: python experiments/convergence.py [--seconds 10] [--resolution paper|coarse]
            [--budgets 2x10,4x20,default] [--skip-block] [--skip-snake] [--skip-vine] [--tag NAME]
-           [--block-variants ground,frictionless,clamped]
+           [--block-variants ground,frictionless,clamped,cold]
            [--momentum-balance] [--out DIR]
 """
 
@@ -125,10 +126,11 @@ def vine_run(number, newton, linear, balance=False):
             **{f"c{number}_{key}": value for key, value in residual_columns(norms).items()}}
 
 
-BLOCK_VARIANTS = ("ground", "frictionless", "clamped")
+BLOCK_VARIANTS = ("ground", "frictionless", "clamped", "cold")
 """The block's supports: on the ground with mu = 0.5 (the page convergence_block), on frictionless ground,
-or clamped (its bottom face attached to a fixed body, no contact): which rows an unconverged budget
-fails on."""
+or clamped (its bottom face attached to a fixed body, no contact); "cold": on the ground with mu = 0.5,
+every substep started cold (warm_start=False). Which rows, and which start, an unconverged budget fails
+on."""
 
 
 def block_run(newton, linear, steps=60, dt=1.0 / 60.0, balance=False, variant="ground"):
@@ -144,11 +146,11 @@ def block_run(newton, linear, steps=60, dt=1.0 / 60.0, balance=False, variant="g
         for i in np.flatnonzero(np.isclose(verts[:, 2], verts[:, 2].min())):
             builder.add_attachment(wall, first + int(i))
     else:
-        builder.add_ground(mu=0.5 if variant == "ground" else 0.0)
+        builder.add_ground(mu=0.0 if variant == "frictionless" else 0.5)
         builder.add_soft_mesh(verts, tets, 1000.0, 1.0e6, 0.3, position=(0.0, 0.0, 0.05), damping=0.01)
     model = builder.finalize("cpu")
     solver = softsnake.Solver(model, substeps=1, newton_iterations=newton, linear_iterations=linear,
-                              check_finite=False, momentum_balance=balance)
+                              check_finite=False, momentum_balance=balance, warm_start=variant != "cold")
     state, control = model.state(), model.control()
     speeds, depths, norms = [], [], []
     for _ in range(steps):
@@ -224,7 +226,8 @@ def main(argv=None):
         rows = []
         stem = "convergence_block" + ("" if variant == "ground" else f"_{variant}") + suffix
         support = {"ground": "resting on the ground (mu 0.5)", "frictionless": "resting on frictionless ground",
-                   "clamped": "clamped by its bottom face (no contact)"}[variant]
+                   "clamped": "clamped by its bottom face (no contact)",
+                   "cold": "resting on the ground (mu 0.5), every substep started cold"}[variant]
         for label, newton, linear in budgets:
             rows.append({"budget": label, "newton": newton, "linear": linear,
                          **block_run(newton, linear, balance=balance, variant=variant)})

@@ -39,10 +39,14 @@ class SolverSettings:
             an H100's measurement). All give the same iterates, up to float round-off on a GPU (block
             and batched add their inner products in trees); on the CPU batched equals per_world bit
             for bit.
-        warm_start: start each substep from the multipliers of the last one (rescaled to the new
-            substep length), carried in ``State.multipliers``: stiff bodies keep their stresses and
-            contacts their forces instead of rebuilding them every substep. The line search keeps a
-            poor start from adding energy.
+        warm_start: start each substep from the contact rows' multipliers of the last one (rescaled to
+            the new substep length), carried in ``State.multipliers``: contacts keep their forces
+            (sticking contacts hold with fewer Newton iterations) instead of rebuilding them every
+            substep; every other row starts from zero (``ConstraintType.carries_multipliers``). Where
+            an iteration stops early this start can add energy: the carried contact forces move the
+            first iterate without the elastic stresses that balanced them (a stiff block on the ground
+            at 2 x 40 runs away warm and is at rest cold; experiments/results/convergence.md, "Where
+            the energy comes from"); a converged step does not depend on its start.
         line_search: backtrack a Newton step that raised its world's residual (the merit
             r^T D^-1 r of the Newton system, D its Jacobi diagonal): the world halves its step
             instead, at most ``line_search_halvings`` times in a row, and one more assembly after the
@@ -53,8 +57,8 @@ class SolverSettings:
             the line search at 8 x 100 and slid correctly without it). Nor does it keep a short
             budget from adding energy: a stiff soft block (1 MPa) resting on the ground at dt = 1/60 s
             gains speeds of metres per second at 2 x 20..160 and 4 x 40..160 iterations, faster with it
-            than without it, and stays at rest at every 8-Newton budget; the energy comes from its
-            contact rows (experiments/results/convergence.md, "Where the energy comes from").
+            than without it, and stays at rest at every 8-Newton budget; the energy comes from the warm
+            start (experiments/results/convergence.md, "Where the energy comes from").
         line_search_halvings: the most consecutive halvings of one step [-].
         momentum_balance: carry the momentum residual g = M (x - x~) - J(x)^T lambda in the Newton
             right-hand side and add its M-norm to the merit (``softsnake.kernels.rows``), so that a

@@ -204,24 +204,37 @@ def test_unstable_solve_is_caught_at_the_first_step_it_runs_away():
     assert info.value.step == jumps[0]
 
 
+WARM_START_RUNAWAY = pytest.mark.xfail(strict=True, reason=(
+    "known: the warm start carries the contact rows' multipliers without the elastic rows', and an "
+    "unconverged iteration keeps the deformed first iterate (experiments/results/convergence.md)"))
+
+
+@pytest.mark.parametrize("support, warm_start", [
+    ("clamped", True), ("ground", False), pytest.param("ground", True, marks=WARM_START_RUNAWAY)])
 @pytest.mark.parametrize("newton, linear", [(2, 40), (2, 160), (4, 160)])
-def test_unconverged_elastic_rows_add_no_energy(device, newton, linear):
-    """A stiff soft block (1 MPa, omega h ~ 10 at 1/60 s) clamped by its bottom face, loaded by gravity,
-    at budgets that leave its Newton iteration unconverged: it settles, with no node faster than 1e-3
-    m/s in steps 31-60 (measured at most 1.5e-4; experiments/results/convergence_block_clamped.md). The
-    same block resting on the ground instead runs away at these budgets (2-4 m/s: its contact rows add
-    the energy, experiments/results/convergence.md), so this bounds the elastic and attachment rows."""
+def test_unconverged_budgets_add_no_energy(device, support, warm_start, newton, linear):
+    """A stiff soft block (1 MPa, omega h ~ 10 at 1/60 s) loaded by gravity, at budgets that leave its
+    Newton iteration unconverged, settles: no node faster than 1e-3 m/s in steps 31-60. Measured
+    (experiments/results/convergence.md, "Where the energy comes from"): clamped by its bottom face (no
+    contact) at most 1.5e-4 m/s; resting on the ground (mu 0.5) started cold every substep at most
+    2.0e-4; resting on the ground warm started, as the engine does by default, 2.9-3.5 m/s: a known
+    runaway (strict xfail: fixing it makes this test fail until the mark goes)."""
     from softsnake.meshing import box_tet_mesh
 
     vertices, tets = box_tet_mesh(size=(0.1, 0.1, 0.1), cells=(2, 2, 2))
     b = softsnake.ModelBuilder()
-    first = b.add_soft_mesh(vertices, tets, 1000.0, 1.0e6, 0.3, position=(0.0, 0.0, 0.05), damping=0.01,
-                            collide="none")
-    wall = b.add_body((0.0, 0.0, 0.0), kinematic=True)
-    for i in np.flatnonzero(np.isclose(vertices[:, 2], vertices[:, 2].min())):
-        b.add_attachment(wall, first + int(i))
+    if support == "clamped":
+        first = b.add_soft_mesh(vertices, tets, 1000.0, 1.0e6, 0.3, position=(0.0, 0.0, 0.05), damping=0.01,
+                                collide="none")
+        wall = b.add_body((0.0, 0.0, 0.0), kinematic=True)
+        for i in np.flatnonzero(np.isclose(vertices[:, 2], vertices[:, 2].min())):
+            b.add_attachment(wall, first + int(i))
+    else:
+        b.add_ground(mu=0.5)
+        b.add_soft_mesh(vertices, tets, 1000.0, 1.0e6, 0.3, position=(0.0, 0.0, 0.05), damping=0.01)
     model = b.finalize(device)
-    solver = softsnake.Solver(model, substeps=1, newton_iterations=newton, linear_iterations=linear)
+    solver = softsnake.Solver(model, substeps=1, newton_iterations=newton, linear_iterations=linear,
+                              warm_start=warm_start, check_finite=False)
     state, control = model.state(), model.control()
     speeds = []
     for _ in range(60):
