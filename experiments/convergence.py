@@ -25,6 +25,9 @@ the grid {2, 4, 8} x {10, 20, 40, 80, 160} and "default", the budget of ``Solver
   counts: median and largest tip error against the reference [tube diameters], whether the vine
   passes every obstacle on the reference's side, and the residual norms at the end.
 
+``--cold`` starts every substep of the snake and vine runs cold (``warm_start=False``; file names end in
+_cold), to see whether a result depends on the start.
+
 Budgets run cheapest first; after each one the CSV and a Markdown table are rewritten, so an
 interrupted run keeps what it finished. Files (into --out, default experiments/results):
 convergence_<tag>_snake.csv/.md, convergence_<tag>_vine.csv/.md and convergence_block.csv/.md,
@@ -33,7 +36,7 @@ tag default "<resolution>_<seconds>s".
 Usage: python experiments/convergence.py [--seconds 10] [--resolution paper|coarse]
            [--budgets 2x10,4x20,default] [--skip-block] [--skip-snake] [--skip-vine] [--tag NAME]
            [--block-variants ground,frictionless,clamped,cold]
-           [--momentum-balance] [--out DIR]
+           [--momentum-balance] [--cold] [--out DIR]
 """
 
 import math
@@ -75,12 +78,13 @@ def residual_columns(norms):
     return {f"res_{kind}": float(getattr(norms, kind)[0]) for kind in KINDS}
 
 
-def snake_run(resolution, seconds, newton, linear, balance=False):
+def snake_run(resolution, seconds, newton, linear, balance=False, warm_start=True):
     from softsnake.robots.snake.simulation import SnakeSimulation
 
     sim = SnakeSimulation(1, resolution=resolution, seconds=seconds, newton_iterations=newton,
                           linear_iterations=linear)
     sim.solver.momentum_balance = balance
+    sim.solver.warm_start = warm_start
     blew_up = ""
     start = time.perf_counter()
     try:
@@ -102,7 +106,7 @@ def snake_run(resolution, seconds, newton, linear, balance=False):
             **residual_columns(norms)}
 
 
-def vine_run(number, newton, linear, balance=False):
+def vine_run(number, newton, linear, balance=False, warm_start=True):
     from softsnake.robots.vine.comparison import compare_with_reference
     from softsnake.robots.vine.reference import load_jitosho_rollout
     from softsnake.robots.vine.scene import load_scene
@@ -112,7 +116,8 @@ def vine_run(number, newton, linear, balance=False):
     times, q_ref, _ = load_jitosho_rollout(number)
     batch = VineBatch(specs_from_scene(scene), solver_options={"newton_iterations": newton,
                                                                "linear_iterations": linear,
-                                                               "momentum_balance": balance})
+                                                               "momentum_balance": balance,
+                                                               "warm_start": warm_start})
     start = time.perf_counter()
     try:
         result = rollout(batch, len(times) - 1, scene.sim.dt)
@@ -205,12 +210,16 @@ def main(argv=None):
     parser.add_argument("--tag", default=None, help="file name tag (default <resolution>_<seconds>s)")
     parser.add_argument("--momentum-balance", action="store_true",
                         help="run with SolverSettings.momentum_balance (file names end in _balanced)")
+    parser.add_argument("--cold", action="store_true",
+                        help="start every substep of the snake and vine runs cold (warm_start=False; file names end "
+                             "in _cold); the block's cold run is --block-variants cold")
     options = parser.parse_args(argv)
     unknown = sorted(set(options.block_variants) - set(BLOCK_VARIANTS))
     if unknown:
         parser.error(f"unknown block variant(s) {', '.join(unknown)}; known: {', '.join(BLOCK_VARIANTS)}")
     balance = options.momentum_balance
-    suffix = "_balanced" if balance else ""
+    warm_start = not options.cold
+    suffix = ("_balanced" if balance else "") + ("" if warm_start else "_cold")
     out = make_output_folder(options.out)
     budgets = parse_budgets(options.budgets)
     tag = options.tag or f"{options.resolution}_{options.seconds:g}s"
@@ -224,7 +233,7 @@ def main(argv=None):
 
     for variant in ([] if options.skip_block else options.block_variants):
         rows = []
-        stem = "convergence_block" + ("" if variant == "ground" else f"_{variant}") + suffix
+        stem = "convergence_block" + ("" if variant == "ground" else f"_{variant}") + ("_balanced" if balance else "")
         support = {"ground": "resting on the ground (mu 0.5)", "frictionless": "resting on frictionless ground",
                    "clamped": "clamped by its bottom face (no contact)",
                    "cold": "resting on the ground (mu 0.5), every substep started cold"}[variant]
@@ -243,7 +252,7 @@ def main(argv=None):
         for label, newton, linear in budgets:
             row = {"budget": label, "newton": newton, "linear": linear}
             for number in (1, 2):
-                row.update(vine_run(number, newton, linear, balance))
+                row.update(vine_run(number, newton, linear, balance, warm_start))
             rows.append(row)
             print("vine " + ", ".join(f"{k} {fmt(v)}" for k, v in row.items()), flush=True)
             write_outputs(out, f"convergence_{tag}_vine{suffix}", rows, [
@@ -255,7 +264,7 @@ def main(argv=None):
         rows = []
         for label, newton, linear in budgets:
             row = {"budget": label, "newton": newton, "linear": linear,
-                   **snake_run(options.resolution, options.seconds, newton, linear, balance)}
+                   **snake_run(options.resolution, options.seconds, newton, linear, balance, warm_start)}
             rows.append(row)
             add_relative_change(rows)
             print("snake " + ", ".join(f"{k} {fmt(v)}" for k, v in row.items()), flush=True)
