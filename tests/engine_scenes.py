@@ -4,7 +4,8 @@
 ``run`` steps a model and records; the scenes are small models that together cover every
 constraint type: a soft cantilever (tetrahedra, attachments, pressure-driven distance rows) and a
 chain of bodies (driven prismatic base, hinges, linear and sampled angular springs, obstacles),
-planar or in 3-D; and a double pendulum of two distance rows (``chain_builder``).
+planar or in 3-D; a double pendulum of two distance rows (``chain_builder``); and a stiff soft block
+resting on the ground or clamped (``stiff_block``).
 """
 
 import numpy as np
@@ -96,3 +97,21 @@ def chain_builder(compliance, speed):
     b.add_distance(0, 1, compliance=compliance)
     b.add_distance(1, 2, compliance=compliance)
     return b
+
+
+def stiff_block(device, support="ground"):
+    """A stiff soft block (10 cm cube of 2x2x2 cells, Y = 1 MPa, nu = 0.3, 1000 kg/m^3, damping 0.01 s;
+    omega h ~ 10 at 1/60 s) standing on z = 0: resting on the ground with mu = 0.5 ("ground"), or its
+    bottom face attached to a fixed body, without contact ("clamped")."""
+    vertices, tets = box_tet_mesh(size=(0.1, 0.1, 0.1), cells=(2, 2, 2))
+    b = softsnake.ModelBuilder()
+    if support == "clamped":
+        first = b.add_soft_mesh(vertices, tets, 1000.0, 1.0e6, 0.3, position=(0.0, 0.0, 0.05), damping=0.01,
+                                collide="none")
+        wall = b.add_body((0.0, 0.0, 0.0), kinematic=True)
+        for i in np.flatnonzero(np.isclose(vertices[:, 2], vertices[:, 2].min())):
+            b.add_attachment(wall, first + int(i))
+    else:
+        b.add_ground(mu=0.5)
+        b.add_soft_mesh(vertices, tets, 1000.0, 1.0e6, 0.3, position=(0.0, 0.0, 0.05), damping=0.01)
+    return b.finalize(device)

@@ -14,7 +14,7 @@ import softsnake
 from softsnake.errors import ConfigError
 from softsnake.residuals import KINDS
 
-from engine_scenes import chain_builder
+from engine_scenes import chain_builder, stiff_block
 
 G = 9.81
 
@@ -121,17 +121,6 @@ def test_free_particles_have_zero_residuals_and_one_entry_per_world(device):
     assert all(values.shape == (1,) and values[0] == 0.0 for values in norms.as_dict().values())
 
 
-def soft_block(device):
-    from softsnake.meshing import box_tet_mesh
-
-    H = 0.1
-    verts, tets = box_tet_mesh(size=(0.1, 0.1, H), cells=(2, 2, 2))
-    b = softsnake.ModelBuilder()
-    b.add_ground(mu=0.5)
-    b.add_soft_mesh(verts, tets, 1000.0, 1.0e6, 0.3, position=(0.0, 0.0, H / 2), damping=0.01)
-    return b.finalize(device)
-
-
 def test_row_residuals_fall_with_newton_iterations_on_a_stiff_block(device):
     """A stiff soft block (Y = 1 MPa, omega h ~ 10) settled on the ground, then pushed sideways at
     0.5 m/s (its bottom slides: friction rows active) for one step from the same state with 1, 2 and
@@ -139,7 +128,7 @@ def test_row_residuals_fall_with_newton_iterations_on_a_stiff_block(device):
 
     The momentum residual is not driven down by more iterations (the iteration never corrects the lag
     of x = x~ + sum M^-1 J_k^T dlambda_k behind J(x)^T lambda), so it is only required to be finite."""
-    model = soft_block(device)
+    model = stiff_block(device)
     dt = 1.0 / 60.0
     settle = softsnake.Solver(model, substeps=1)
     state, control = model.state(), model.control()
@@ -169,7 +158,7 @@ def test_row_residuals_fall_with_newton_iterations_on_a_stiff_block(device):
 def test_rows_squared_equal_the_line_search_merit(device):
     """With the line search on, the solver judges its last step by the merit at the end point; where it
     kept that step, rows^2 is that merit (the same residuals and weights, summed in another order)."""
-    model = soft_block(device)
+    model = stiff_block(device)
     solver = softsnake.Solver(model, substeps=1, newton_iterations=2, line_search=True)
     state, control = model.state(), model.control()
     for _ in range(5):
