@@ -68,7 +68,11 @@ def balance_commands(solver, state):
 def warm_start_commands(solver, state, control, h):
     """After the prediction and the contact detection: the rows there, then x = x~ + M^-1 J^T lambda for
     the carried multipliers (those of the contact rows: ``ConstraintType.carries_multipliers``)."""
-    return jacobian_commands(solver, state, control, h) + balance_commands(solver, state)
+    commands = jacobian_commands(solver, state, control, h)
+    commands.append(inverse_mass_transpose_command(solver, state.multipliers, solver.u_lambda))
+    for ctype in solver.constraint_types:
+        commands += ctype.warm_start_commands(solver, state)
+    return commands + balance_commands(solver, state)
 
 
 def displacement_command(solver, state):

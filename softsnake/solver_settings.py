@@ -42,11 +42,14 @@ class SolverSettings:
         warm_start: start each substep from the contact rows' multipliers of the last one (rescaled to
             the new substep length), carried in ``State.multipliers``: contacts keep their forces
             (sticking contacts hold with fewer Newton iterations) instead of rebuilding them every
-            substep; every other row starts from zero (``ConstraintType.carries_multipliers``). Where
-            an iteration stops early this start can add energy: the carried contact forces move the
-            first iterate without the elastic stresses that balanced them (a stiff block on the ground
-            at 2 x 40 runs away warm and is at rest cold; experiments/results/convergence.md, "Where
-            the energy comes from"); a converged step does not depend on its start.
+            substep; every other row starts from zero (``ConstraintType.carries_multipliers``). A
+            particle's carried contact multipliers are first fitted to the prediction
+            (``contact.fit_carried_contact_multipliers``): scaled so that they move the particle at
+            most back to the surface and back to its start, since the elastic stresses that passed a
+            soft body's weight down to its bottom nodes start from zero (carried whole, a stiff block
+            on the ground ran away at 2-4 Newton iterations; fitted, it rests at all 16 budgets from 2 x 10
+            to 8 x 160: experiments/results/convergence.md, "The warm start fitted to the prediction").
+            A converged step does not depend on its start.
         line_search: backtrack a Newton step that raised its world's residual (the merit
             r^T D^-1 r of the Newton system, D its Jacobi diagonal): the world halves its step
             instead, at most ``line_search_halvings`` times in a row, and one more assembly after the
@@ -57,8 +60,8 @@ class SolverSettings:
             the line search at 8 x 100 and slid correctly without it). Nor does it keep a short
             budget from adding energy: a stiff soft block (1 MPa) resting on the ground at dt = 1/60 s
             gains speeds of metres per second at 2 x 20..160 and 4 x 40..160 iterations, faster with it
-            than without it, and stays at rest at every 8-Newton budget; the energy comes from the warm
-            start (experiments/results/convergence.md, "Where the energy comes from").
+            than without it (measured before the warm start was fitted to the prediction, which
+            removed that runaway: experiments/results/convergence.md, "Where the energy comes from").
         line_search_halvings: the most consecutive halvings of one step [-].
         momentum_balance: carry the momentum residual g = M (x - x~) - J(x)^T lambda in the Newton
             right-hand side and add its M-norm to the merit (``softsnake.kernels.rows``), so that a
@@ -106,7 +109,8 @@ class SolverSettings:
             step, or by more than this factor to the power 3/4 in each of two consecutive steps (32
             for 100), each time from more than ``energy_floor``, counts as blown up: a diverging solve
             grows a world's energy by orders of magnitude per step, or over two steps of 84 and 87
-            times (an unconverged stiff block, ``experiments/results/convergence.md``); actuation and
+            times (an unconverged stiff block, warm started before the start was fitted to the
+            prediction: ``experiments/results/convergence.md``); actuation and
             gravity by far less (free fall from rest: 4 times from the first step to the second, less
             after), an impact or a snap-through in one step mostly (a wrinkling vine link: up to 29
             times, then at most 7.3). An external force that really does multiply a moving world's

@@ -105,7 +105,8 @@ class ConstraintType(ItemKind):
     carries_multipliers = False
     """Whether the warm start carries this type's multipliers into the next substep. Contacts do: their
     forces persist from substep to substep (a resting body's weight, a sticking contact's friction),
-    and rebuilding them from zero every substep lets sticking contacts creep. Elastic and bilateral
+    and rebuilding them from zero every substep lets sticking contacts creep (a type that carries them
+    can fit them to the prediction first: ``warm_start_commands``). Elastic and bilateral
     rows start from zero: a stiff row's force can change sign between substeps (omega h > 1), and
     carrying it then starts the iteration on the wrong side of its solution."""
     planar_axis = None
@@ -149,6 +150,11 @@ class ConstraintType(ItemKind):
 
     def predict_commands(self, solver, state, h):
         """Recorded launches after the prediction of a substep (contact detection); most types have none."""
+        return []
+
+    def warm_start_commands(self, solver, state):
+        """Recorded launches that fit the carried multipliers to the prediction, with J at x~ and
+        ``solver.u_lambda`` = M^-1 J^T lambda of the carried multipliers (types that carry them)."""
         return []
 
     def update_commands(self, solver):

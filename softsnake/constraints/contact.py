@@ -62,6 +62,7 @@ from softsnake.kernels.entities import (
     write_neutral_row,
     write_particle_block,
 )
+from softsnake.kernels.operator import row_dot
 
 from .base import ConstraintType, Field
 from .shapes import PointKind, collision_points, obstacle_distance, world_obstacles
@@ -320,6 +321,72 @@ def eval_contact_rows(
                 row_residual_scale[row + 1 + k] = rows[3]
 
 
+@wp.kernel(enable_backward=False)  # the warm start is not on a wp.Tape: the implicit gradient does not see the start
+def fit_carried_contact_multipliers(
+    particle_q: wp.array(dtype=wp.vec3),
+    particle_count: int,
+    contact_slot_entity: wp.array(dtype=int),
+    contact_slot_radius: wp.array(dtype=float),
+    contact_slot_row: wp.array(dtype=int),
+    contact_active: wp.array(dtype=int),
+    contact_normal: wp.array(dtype=wp.vec3),
+    contact_surface: wp.array(dtype=wp.vec3),
+    contact_start: wp.array(dtype=wp.vec3),
+    J_offsets: wp.array(dtype=int),
+    J_columns: wp.array(dtype=int),
+    J_values: wp.array(dtype=float),
+    u: wp.array(dtype=float),
+    planar: int,
+    lam: wp.array(dtype=float),
+):
+    """Fit a particle contact's carried multipliers to the prediction: scale them so that the move
+    they make, x = x~ + u with u = M^-1 J^T lambda, takes the particle at most back to the surface
+    (normal row) and at most back to where it stood at the substep's start (friction rows).
+
+    At x~ a resting particle sits g h^2 deep and a sticking one has slipped by what the forces the
+    prediction knows (gravity, its velocity) did in h. The carried normal force of a bottom node of a
+    soft body holds more than that node's weight: the weight above it, passed down by the elements,
+    whose rows start every substep from zero. Carried whole it lifts the node far above the surface,
+    a deformation the elastic rows have not balanced and that an iteration stopped early keeps (a
+    1 MPa block on the ground ran away at 2 x 40 Newton x linear iterations: convergence.md). Scaled
+    by s_n = clamp(depth / lift, 0, 1), lift = J_n u the row's own move, the node lands on the surface
+    at most; a particle above the surface at x~, or pulled by its carried force, starts cold. The
+    friction rows take s_f = clamp(-slip . back / |back|^2, 0, s_n), back = J_f u: they slide the point
+    back at most to its start, and stay inside the cone of the scaled normal force.
+
+    Bodies keep their whole carried multipliers: fitted the same way, a vine tip that its joints press
+    against an obstacle (the prediction knows nothing of that push) starts at the Fischer-Burmeister
+    corner every other step and ends 0.2 mm deep at the vine's 4 x 20 (convergence.md, "The warm start
+    fitted to the prediction")."""
+    s = nonnegative(wp.tid())
+    e = nonnegative(contact_slot_entity[s])
+    if contact_active[s] != 0 and e < particle_count:
+        row = nonnegative(contact_slot_row[s])
+        friction_count = FRICTION_ROWS
+        if planar != 0:
+            friction_count = 1
+        p = particle_q[e]
+        n = contact_normal[s]
+        depth = contact_slot_radius[s] - wp.dot(n, p - contact_surface[s])
+        lift = row_dot(J_values, J_columns, nonnegative(J_offsets[row]), J_offsets[row + 1], u)
+        scale_n = float(0.0)
+        if lift > 0.0 and depth > 0.0:
+            scale_n = wp.min(1.0, depth / lift)
+        lam[row] = lam[row] * scale_n
+        slip = tangent_basis(n) * (p - contact_start[s])
+        back = wp.vec2(0.0)
+        # A loop of constant length (unrolled), as in eval_contact_rows.
+        for k in range(FRICTION_ROWS):
+            if k < friction_count:
+                back[k] = row_dot(J_values, J_columns, nonnegative(J_offsets[row + 1 + k]), J_offsets[row + 2 + k], u)
+        scale_f = float(0.0)
+        back_sq = wp.dot(back, back)
+        if back_sq > 0.0:
+            scale_f = wp.clamp(-(slip[0] * back[0] + slip[1] * back[1]) / back_sq, 0.0, scale_n)
+        for k in range(FRICTION_ROWS):
+            if k < friction_count:
+                lam[row + 1 + k] = lam[row + 1 + k] * scale_f
+
 class ContactSlot(ConstraintType):
     """One slot per (collision point, obstacle its world sees: its own or its copy of a shared one): a
     normal row and the friction rows, active while the point is within the margin of the obstacle."""
@@ -377,6 +444,13 @@ class ContactSlot(ConstraintType):
             m.obstacle_transform, m.obstacle_size, solver.contact_margin],
             outputs=[solver.contact_active, solver.contact_anchor, solver.contact_normal, solver.contact_surface,
                      solver.contact_start])]
+
+    def warm_start_commands(self, solver, state):
+        m = solver.model
+        return [solver.record(fit_carried_contact_multipliers, m.contact_slot_count, [
+            state.particle_q, m.particle_count, m.contact_slot_entity, m.contact_slot_radius, m.contact_slot_row,
+            solver.contact_active, solver.contact_normal, solver.contact_surface, solver.contact_start, m.J_offsets,
+            m.J_columns, solver.J_values, solver.u_lambda, solver.planar], outputs=[state.multipliers])]
 
     def row_command(self, solver, state, control, h):
         m = solver.model

@@ -87,8 +87,10 @@ def taped_kernels():
 
 def test_every_constraint_and_adjoint_kernel_reaches_the_tape(taped_kernels):
     """The scenes cover what the gradients differentiate: every kernel of ``softsnake.constraints``
-    (row kernels, contact detection) and of ``kernels.adjoint``."""
-    needed = package_kernels(softsnake.constraints)
+    (row kernels, contact detection) and of ``kernels.adjoint``, except those declared forward-only
+    (``enable_backward=False``: the warm start's fit of the carried contact multipliers, which the
+    implicit gradient of a step does not see)."""
+    needed = {name: k for name, k in package_kernels(softsnake.constraints).items() if has_backward(k)}
     needed.update({name: k for name, k in package_kernels(softsnake.kernels).items()
                    if name.startswith("softsnake.kernels.adjoint.")})
     missing = sorted(set(needed) - set(taped_kernels[0]))
