@@ -101,8 +101,9 @@ def chain_builder(compliance, speed):
 
 def stiff_block(device, support="ground"):
     """A stiff soft block (10 cm cube of 2x2x2 cells, Y = 1 MPa, nu = 0.3, 1000 kg/m^3, damping 0.01 s;
-    omega h ~ 10 at 1/60 s) standing on z = 0: resting on the ground with mu = 0.5 ("ground"), or its
-    bottom face attached to a fixed body, without contact ("clamped")."""
+    omega h ~ 10 at 1/60 s) standing on z = 0: resting on the ground with mu = 0.5 ("ground") or on
+    frictionless ground ("frictionless"), or its bottom face attached to a fixed body, without contact
+    ("clamped")."""
     vertices, tets = box_tet_mesh(size=(0.1, 0.1, 0.1), cells=(2, 2, 2))
     b = softsnake.ModelBuilder()
     if support == "clamped":
@@ -112,6 +113,6 @@ def stiff_block(device, support="ground"):
         for i in np.flatnonzero(np.isclose(vertices[:, 2], vertices[:, 2].min())):
             b.add_attachment(wall, first + int(i))
     else:
-        b.add_ground(mu=0.5)
+        b.add_ground(mu=0.0 if support == "frictionless" else 0.5)
         b.add_soft_mesh(vertices, tets, 1000.0, 1.0e6, 0.3, position=(0.0, 0.0, 0.05), damping=0.01)
     return b.finalize(device)
