@@ -50,6 +50,10 @@ mu = 0 has neutral friction rows.
 In a planar model a contact has its normal row and one friction row, along the first tangent
 (in the plane for the in-plane normals of obstacles standing on the plane): friction out of the
 plane would hold motion that the integrator removes anyway.
+
+Warm start: contact rows carry their multipliers into the next substep (``carries_multipliers``); a
+particle's are first fitted to the prediction (``fit_carried_contact_multipliers``), so that the
+carried force moves it at most back to the surface and to its start.
 """
 
 import numpy as np

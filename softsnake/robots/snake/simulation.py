@@ -91,8 +91,8 @@ the paper mesh (2 s, -0.1 %) and the coarse one (5 s, +0.7 %; 3 s warm started, 
 the engine default's cost. 8 x 20 is not (coarse, 5 s: +7.3 %), nor is the paper's 4 x 20 (paper mesh,
 2 s: -26 %; coarse, 5 s: +16 %). Beyond the grid's 8 Newton iterations (convergence.md, "More Newton
 iterations, and the start"), 16 and 32 iterations warm or cold scatter without a trend (coarse, 3 s:
-71.8-72.6 mm, 8 x 40 2.3 % above their middle warm started, 1.0 % cold; paper, 2 s, measured before
-the free-rotation change of 51daf75: 34.2-35.2 mm, 8 x 40 inside): about 2 % from converged. Everything else is the engine's policy (``SolverSettings``)."""
+71.8-72.6 mm, 8 x 40 2.3 % above their middle warm started, 1.0 % cold; paper, 2 s: 34.1-35.2 mm,
+8 x 40 inside): about 2 % from converged. Everything else is the engine's policy (``SolverSettings``)."""
 
 
 def snake_solver(model, *, profile=False, **overrides):
