@@ -412,8 +412,7 @@ def _condition_estimate(matrix, lu):
     the float32 rows split almost arbitrarily: kappa_1 7e8 to 1e25 in the box-on-slope gradient test) is
     solved exactly by the LU, but the rounding of its float32 entries then moves the answer by up to
     kappa times 1e-7 (that test's adjoint was 13 % off at 20 steps and 1.5 % at 14; its angular entries
-    0.002 where central differences give 1e-5). The
-    least-squares fallback takes over where kappa_2 >= kappa_1 / n exceeds 1 / SINGULAR_CUTOFF, where it
+    0.002 where central differences give 1e-5). The least-squares fallback takes over where kappa_2 >= kappa_1 / n exceeds 1 / SINGULAR_CUTOFF, where it
     surely drops a direction; a chain's legitimately stiff system stays with the LU (a vine pressed on a
     wall: kappa_1 up to 1.4e6 for n of 30 to 200, whose truncation put its mass derivative 7.6 % off)."""
     n = matrix.shape[0]

@@ -66,13 +66,14 @@ def balance_commands(solver, state):
 
 
 def warm_start_commands(solver, state, control, h):
-    """After the prediction and the contact detection: the rows there, then x = x~ + M^-1 J^T lambda for
-    the carried multipliers (those of the contact rows: ``ConstraintType.carries_multipliers``)."""
-    commands = jacobian_commands(solver, state, control, h)
-    commands.append(inverse_mass_transpose_command(solver, state.multipliers, solver.u_lambda))
-    for ctype in solver.constraint_types:
-        commands += ctype.warm_start_commands(solver, state)
-    return commands + balance_commands(solver, state)
+    """After the prediction and the contact detection: the rows there, the carried multipliers (those
+    of the contact rows: ``ConstraintType.carries_multipliers``) fitted to the prediction where a type
+    fits them (``ConstraintType.warm_start_commands``, which read u = M^-1 J^T lambda), then
+    x = x~ + M^-1 J^T lambda."""
+    fits = [command for ctype in solver.constraint_types for command in ctype.warm_start_commands(solver, state)]
+    if fits:
+        fits.insert(0, inverse_mass_transpose_command(solver, state.multipliers, solver.u_lambda))
+    return jacobian_commands(solver, state, control, h) + fits + balance_commands(solver, state)
 
 
 def displacement_command(solver, state):

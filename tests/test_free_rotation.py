@@ -6,15 +6,9 @@ import pytest
 from scipy.integrate import solve_ivp
 
 import softsnake
+from softsnake.spatial import quat_to_matrix
 
 INERTIA = np.array([1.0e-3, 2.0e-3, 3.0e-3])  # [kg m^2], principal axes along the body's x, y, z
-
-
-def _rotation_matrix(q):
-    x, y, z, w = q.astype(np.float64)
-    return np.array([[1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
-                     [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
-                     [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)]])
 
 
 def _spin(omega, dt, steps, device=None):
@@ -27,7 +21,7 @@ def _spin(omega, dt, steps, device=None):
     body_frame = []
     for _ in range(steps):
         solver.step(state, state, control, dt)
-        R = _rotation_matrix(state.body_q.numpy()[0, 3:])
+        R = quat_to_matrix(state.body_q.numpy()[0, 3:].astype(np.float64))
         body_frame.append(R.T @ state.body_qd.numpy()[0, 3:].astype(np.float64))
     return np.asarray(body_frame)
 

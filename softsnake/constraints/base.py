@@ -154,7 +154,8 @@ class ConstraintType(ItemKind):
 
     def warm_start_commands(self, solver, state):
         """Recorded launches that fit the carried multipliers to the prediction, with J at x~ and
-        ``solver.u_lambda`` = M^-1 J^T lambda of the carried multipliers (types that carry them)."""
+        ``solver.u_lambda`` = M^-1 J^T lambda of the carried multipliers (types that carry them; none:
+        the warm start skips that product)."""
         return []
 
     def update_commands(self, solver):

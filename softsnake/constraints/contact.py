@@ -359,8 +359,8 @@ def fit_carried_contact_multipliers(
     back at most to its start, and stay inside the cone of the scaled normal force.
 
     Bodies keep their whole carried multipliers: fitted the same way, a vine tip that its joints press
-    against an obstacle (the prediction knows nothing of that push) starts at the Fischer-Burmeister
-    corner every other step and ends 0.2 mm deep at the vine's 4 x 20 (convergence.md, "The warm start
+    against an obstacle (the prediction knows nothing of that push) starts every other step with almost
+    none of its normal force and ends 0.2 mm deep at the vine's 4 x 20 (convergence.md, "The warm start
     fitted to the prediction")."""
     s = nonnegative(wp.tid())
     e = nonnegative(contact_slot_entity[s])
@@ -451,6 +451,8 @@ class ContactSlot(ConstraintType):
 
     def warm_start_commands(self, solver, state):
         m = solver.model
+        if m.particle_count == 0:
+            return []  # only particles' contacts are fitted (fit_carried_contact_multipliers)
         return [solver.record(fit_carried_contact_multipliers, m.contact_slot_count, [
             state.particle_q, m.particle_count, m.contact_slot_entity, m.contact_slot_radius, m.contact_slot_row,
             solver.contact_active, solver.contact_normal, solver.contact_surface, solver.contact_start, m.J_offsets,

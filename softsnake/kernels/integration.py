@@ -29,8 +29,8 @@ def predicted_particle_velocity(v: wp.vec3, f: wp.vec3, inv_mass: float, gravity
 
 
 GYROSCOPIC_ITERATIONS = wp.constant(4)
-"""Newton iterations of the gyroscopic midpoint step (``torque_free_rotation``): from omega, they solve
-it to float32 round-off up to omega h ~ 3 (measured: tests/test_integration.py)."""
+"""Newton iterations of the gyroscopic midpoint step (``torque_free_rotation``) from omega: with four, the
+kinetic energy and |I omega| stay within 2e-4 at omega h = 2.5 and 10 (tests/test_free_rotation.py)."""
 
 
 @wp.func
