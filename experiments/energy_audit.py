@@ -16,7 +16,7 @@ engine's warm start, or cold with ``--cold``.
 The CSV and the Markdown table are rewritten after every case, so an interrupted run keeps what it
 finished. Files (into --out, default experiments/results): energy_audit[_cold].csv/.md.
 
-Usage: python experiments/energy_audit.py [--budgets 1x10,2x40,2x160,4x160] [--moduli 1e5,1e6,1e8]
+Usage: python experiments/energy_audit.py [--budgets 1x10,1x40,2x40,2x160,4x160] [--moduli 1e5,1e6,1e8]
            [--poisson 0.3,0.49] [--frictions 0,0.5] [--dts 1/120,1/30] [--steps 90] [--cold] [--out DIR]
 """
 
@@ -80,7 +80,7 @@ def parse_dt(text):
 
 def main(argv=None):
     parser = experiment_parser(__doc__, __file__)
-    parser.add_argument("--budgets", default="1x10,2x40,2x160,4x160", help="NEWTONxLINEAR,...")
+    parser.add_argument("--budgets", default="1x10,1x40,2x40,2x160,4x160", help="NEWTONxLINEAR,...")
     parser.add_argument("--moduli", default="1e5,1e6,1e8", help="Young's moduli of the soft bodies [Pa]")
     parser.add_argument("--poisson", default="0.3,0.49", help="Poisson ratios of the soft bodies")
     parser.add_argument("--frictions", default="0,0.5", help="ground friction coefficients")
