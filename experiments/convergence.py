@@ -1,4 +1,4 @@
-"""Solver budget against results: snake gait travel and vine tip error per Newton x linear budget.
+"""Solver budget against results: snake gait travel, link curvature and vine tip error per Newton x linear budget.
 
 For every budget (Newton iterations x conjugate residual iterations per Newton iteration; default
 the grid {2, 4, 8} x {10, 20, 40, 80, 160} and "default", the budget of ``SolverSettings()``,
@@ -20,6 +20,10 @@ the grid {2, 4, 8} x {10, 20, 40, 80, 160} and "default", the budget of ``Solver
   residual norms over the steps. ``--block-variants`` adds the same block on frictionless ground,
   clamped by its bottom face (no contact), and on the ground started cold every substep:
   convergence_block_frictionless, convergence_block_clamped and convergence_block_cold.
+- stand: the link of ``softsnake curvature`` (Fig. 5; ``--resolution``) on its stand at -8 and +8 psi,
+  2 s, the engine's settings with the budget's iteration counts: the steady curvature of each side
+  [1/m], its change over the last 0.25 s (settled: far below the differences between budgets), and
+  the wall time. A static equilibrium: converged, it depends on the link's physics only.
 - vine: the cluttered reference scenes 1 and 2 (seed 000's rollouts, shared/reference/vine) with
   the vine's own settings (``solver_settings``: 1 substep, warm start) and the budget's iteration
   counts: median and largest tip error against the reference [tube diameters], whether the vine
@@ -30,11 +34,12 @@ _cold), to see whether a result depends on the start.
 
 Budgets run cheapest first; after each one the CSV and a Markdown table are rewritten, so an
 interrupted run keeps what it finished. Files (into --out, default experiments/results):
-convergence_<tag>_snake.csv/.md, convergence_<tag>_vine.csv/.md and convergence_block.csv/.md,
+convergence_<tag>_snake.csv/.md, convergence_<tag>_vine.csv/.md, convergence_stand_<resolution>.csv/.md and
+convergence_block.csv/.md,
 tag default "<resolution>_<seconds>s".
 
 Usage: python experiments/convergence.py [--seconds 10] [--resolution paper|coarse]
-           [--budgets 2x10,4x20,default] [--skip-block] [--skip-snake] [--skip-vine] [--tag NAME]
+           [--budgets 2x10,4x20,default] [--skip-block] [--skip-snake] [--skip-vine] [--skip-stand] [--tag NAME]
            [--block-variants ground,frictionless,clamped,cold]
            [--momentum-balance] [--cold] [--out DIR]
 """
@@ -104,6 +109,18 @@ def snake_run(resolution, seconds, newton, linear, balance=False, warm_start=Tru
             "forward_m": float(forward), "lateral_m": float(lateral),
             "wall_per_simulated_s": wall / simulated if simulated > 0 else math.nan, "blew_up": blew_up,
             **residual_columns(norms)}
+
+
+def stand_run(resolution, newton, linear, balance=False, warm_start=True):
+    from softsnake.robots.snake.curvature import simulate_curvature
+    from softsnake.units import psi_to_pa
+
+    start = time.perf_counter()
+    sweep = simulate_curvature(psi_to_pa(np.array([-8.0, 8.0])), resolution=resolution, progress=False, solver_options={
+        "newton_iterations": newton, "linear_iterations": linear, "momentum_balance": balance, "warm_start": warm_start})
+    return {"curvature_minus8_per_m": float(sweep.curvature[0]), "curvature_plus8_per_m": float(sweep.curvature[1]),
+            "settle_minus8_per_m": float(sweep.residual[0]), "settle_plus8_per_m": float(sweep.residual[1]),
+            "wall_s": time.perf_counter() - start}
 
 
 def vine_run(number, newton, linear, balance=False, warm_start=True):
@@ -207,6 +224,7 @@ def main(argv=None):
                         help=f"the block's supports, of {','.join(BLOCK_VARIANTS)} (default ground)")
     parser.add_argument("--skip-snake", action="store_true")
     parser.add_argument("--skip-vine", action="store_true")
+    parser.add_argument("--skip-stand", action="store_true")
     parser.add_argument("--tag", default=None, help="file name tag (default <resolution>_<seconds>s)")
     parser.add_argument("--momentum-balance", action="store_true",
                         help="run with SolverSettings.momentum_balance (file names end in _balanced)")
@@ -246,6 +264,17 @@ def main(argv=None):
                 ("1 MPa block (10 cm, 2x2x2 cells, nu 0.3, damping 0.01 s), 60 steps of 1/60 s, 1 substep, "
                  "blow-up check off; residuals: median over the 60 steps; penetration: the deepest node below "
                  "the ground at the end of a step [mm].")])
+
+    if not options.skip_stand:
+        rows = []
+        for label, newton, linear in budgets:
+            rows.append({"budget": label, "newton": newton, "linear": linear,
+                         **stand_run(options.resolution, newton, linear, balance, warm_start)})
+            print("stand " + ", ".join(f"{k} {fmt(v)}" for k, v in rows[-1].items()), flush=True)
+            write_outputs(out, f"convergence_stand_{options.resolution}{suffix}", rows, [
+                f"# Link stand ({options.resolution} mesh) at -8 and +8 psi: steady curvature per budget", "",
+                *common[:2], ("The stand of `softsnake curvature`, 2 s of 1/120 s frames (2 substeps), the engine's "
+                          "settings with the budget's iteration counts; settle: the change over the last 0.25 s.")])
 
     if not options.skip_vine:
         rows = []

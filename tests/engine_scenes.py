@@ -4,7 +4,7 @@
 ``run`` steps a model and records; the scenes are small models that together cover every
 constraint type: a soft cantilever (tetrahedra, attachments, pressure-driven distance rows) and a
 chain of bodies (driven prismatic base, hinges, linear and sampled angular springs, obstacles),
-planar or in 3-D; a double pendulum of two distance rows (``chain_builder``); and a stiff soft block
+planar or in 3-D; a small clamped pneumatic beam (``pneumatic_beam``); a double pendulum of two distance rows (``chain_builder``); and a stiff soft block
 resting on the ground or clamped (``stiff_block``).
 """
 
@@ -116,3 +116,28 @@ def stiff_block(device, support="ground"):
         b.add_ground(mu=0.0 if support == "frictionless" else 0.5)
         b.add_soft_mesh(vertices, tets, 1000.0, 1.0e6, 0.3, position=(0.0, 0.0, 0.05), damping=0.01)
     return b.finalize(device)
+
+
+BEAM_MODULUS = 1.0e5  # [Pa]
+BEAM_PRESSURE = 2.0e4  # [Pa]
+
+
+def pneumatic_beam(youngs_modulus=BEAM_MODULUS, poisson_ratio=0.45):
+    """A soft beam (6 x 2 x 2 cm, 3x1x1 cells, 18 tetrahedra) clamped at x = -3 cm by attachments to a
+    kinematic body, with pressure-driven distance rows along its top edges (one channel): the snake
+    link's physics (corotational elements, actuation rows, attachments) in a model small enough for
+    central differences."""
+    vertices, tets = box_tet_mesh((0.06, 0.02, 0.02), (3, 1, 1))
+    b = softsnake.ModelBuilder()
+    start = b.add_soft_mesh(vertices, tets, 1070.0, youngs_modulus, poisson_ratio, damping=0.01)
+    clamp = b.add_body((-0.03, 0.0, 0.0), kinematic=True)
+    for k in np.flatnonzero(vertices[:, 0] < -0.03 + 1e-6):
+        b.add_attachment(clamp, start + int(k))
+    channel = b.add_pressure_channel()
+    top = np.flatnonzero(vertices[:, 2] > 0.01 - 1e-6)
+    for i in top:
+        for j in top:
+            if np.allclose(vertices[j] - vertices[i], (0.02, 0.0, 0.0)):
+                b.add_distance(start + int(i), start + int(j), pressure_channel=channel, youngs_modulus=youngs_modulus,
+                               compliance=0.02 / (youngs_modulus * 1e-5), damping=0.01)
+    return b.finalize()

@@ -27,8 +27,7 @@ import numpy as np
 import pytest
 
 import softsnake
-import softsnake.meshing
-from engine_scenes import chain
+from engine_scenes import BEAM_MODULUS, BEAM_PRESSURE, chain, pneumatic_beam
 from softsnake.gradients import record_rollout, rollout_gradient
 
 DT = 1.0 / 60.0
@@ -163,31 +162,6 @@ def test_box_gradient_where_its_adjoint_is_nearly_singular(steps):
     largest = max(abs(d) for d in differences)
     for k, difference in enumerate(differences):
         assert abs(adjoint["body_qd"][0, k] - difference) <= 1e-3 * largest, (k, adjoint["body_qd"][0, k], difference)
-
-
-BEAM_MODULUS = 1.0e5  # [Pa]
-BEAM_PRESSURE = 2.0e4  # [Pa]
-
-
-def pneumatic_beam(youngs_modulus=BEAM_MODULUS, poisson_ratio=0.45):
-    """A soft beam (6 x 2 x 2 cm, 3x1x1 cells, 18 tetrahedra) clamped at x = -3 cm by attachments to a
-    kinematic body, with pressure-driven distance rows along its top edges (one channel): the snake
-    link's physics (corotational elements, actuation rows, attachments) in a model small enough for
-    central differences."""
-    vertices, tets = softsnake.meshing.box_tet_mesh((0.06, 0.02, 0.02), (3, 1, 1))
-    b = softsnake.ModelBuilder()
-    start = b.add_soft_mesh(vertices, tets, 1070.0, youngs_modulus, poisson_ratio, damping=0.01)
-    clamp = b.add_body((-0.03, 0.0, 0.0), kinematic=True)
-    for k in np.flatnonzero(vertices[:, 0] < -0.03 + 1e-6):
-        b.add_attachment(clamp, start + int(k))
-    channel = b.add_pressure_channel()
-    top = np.flatnonzero(vertices[:, 2] > 0.01 - 1e-6)
-    for i in top:
-        for j in top:
-            if np.allclose(vertices[j] - vertices[i], (0.02, 0.0, 0.0)):
-                b.add_distance(start + int(i), start + int(j), pressure_channel=channel, youngs_modulus=youngs_modulus,
-                               compliance=0.02 / (youngs_modulus * 1e-5), damping=0.01)
-    return b.finalize()
 
 
 def beam_rollout(pressure=BEAM_PRESSURE, youngs_modulus=None, poisson_ratio=None):

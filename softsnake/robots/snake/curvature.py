@@ -37,6 +37,13 @@ STAND_DAMPING_TIME = 0.2
 """Damping time of the stand's link [s]: about critical for its first bending mode (near 1 Hz
 with the free cap), so a run of a couple of seconds reaches steady state."""
 
+STAND_BUDGET = {"newton_iterations": 8, "linear_iterations": 200}
+"""The stand's solver budget: its steady curvature is a static equilibrium, which a short linear solve
+biases (the elastic rows start every substep from zero multipliers, so a solve cut short leaves a
+residual that the state at rest keeps). At +-8 psi, against 16 x 400 and 32 x 400 (coarse, the two agree
+to 4 digits) and 16 x 200 (paper): 8 x 40 bends the coarse link 21 % more and the paper link 3 % less,
+the engine's 8 x 100 3 % and 7 % more, 8 x 200 0.3 % (experiments/results/convergence.md, "The stand")."""
+
 SECONDS_DEFAULT = 2.0
 """Simulated time per run [s]."""
 
@@ -54,9 +61,10 @@ is capped lower, at its 8 psi amplitude; far above either the link's elements in
 FIT_POINTS_MIN = 3
 """Pressures each side's linear fit needs in 0..FIT_LIMIT_PSI, zero included [-]."""
 
-CPU_SECONDS_PER_LINK_FRAME = {"paper": 0.03, "coarse": 0.01}
-"""Wall time of one frame of one stand link on one CPU core [s], for run estimates: paper from
-Table II (28.7 ms), coarse measured (tests/robots/snake/test_calibration.py)."""
+CPU_SECONDS_PER_LINK_FRAME = {"paper": 0.28, "coarse": 0.06}
+"""Wall time of one frame of one stand link on one CPU core at ``STAND_BUDGET`` [s], for run estimates:
+measured on a loaded 2-core CPU (experiments/results/convergence_stand_*.md: 135 s and 28 s for two links
+and 240 frames)."""
 
 MODEL_BYTES_PER_LINK = {"paper": 2.9e6, "coarse": 0.8e6}
 """Bytes of the Warp arrays of one stand link (model, state and solver) [B]: paper from Table II."""
@@ -91,7 +99,8 @@ class CurvatureSweep:
 
 
 def simulate_curvature(pressures, *, cap_torques=None, config=None, resolution="coarse", device=None,
-                       seconds=SECONDS_DEFAULT, dt=DT_DEFAULT, damping_time=STAND_DAMPING_TIME, progress=True):
+                       seconds=SECONDS_DEFAULT, dt=DT_DEFAULT, damping_time=STAND_DAMPING_TIME, progress=True,
+                       solver_options=None):
     """Run one stand link per pressure, all in one batch, and record its curvature.
 
     pressures: signed chamber over-pressure per world [Pa] (< 0: left chamber 0, > 0: right chamber 1)
@@ -99,6 +108,8 @@ def simulate_curvature(pressures, *, cap_torques=None, config=None, resolution="
     config: ``SnakeConfig`` (None: the shipped snake.toml); resolution: link mesh resolution name
     device: Warp device (None: Warp's default); seconds: simulated time [s]; dt: frame step [s]
     damping_time: damping time of the stand's link [s]
+    solver_options: ``SolverSettings`` fields for the stand's solver over the engine's ``SolverSettings()``
+        (None: ``STAND_BUDGET``, the budget whose steady curvature is converged)
     Returns a ``CurvatureSweep``.
     """
     pressures = np.atleast_1d(np.asarray(pressures, dtype=np.float64))
@@ -117,7 +128,7 @@ def simulate_curvature(pressures, *, cap_torques=None, config=None, resolution="
     scene = ModelBuilder(gravity=(0.0, 0.0, 0.0))
     scene.replicate(world, pressures.size, spacing=(0.0, 0.5, 0.0))
     model = scene.finalize(device)
-    solver = Solver(model)
+    solver = Solver(model, **(STAND_BUDGET if solver_options is None else solver_options))
     state, control = model.state(), model.control()
 
     count = pressures.size

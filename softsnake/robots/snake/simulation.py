@@ -92,7 +92,9 @@ the engine default's cost. 8 x 20 is not (coarse, 5 s: +7.3 %), nor is the paper
 2 s: -26 %; coarse, 5 s: +16 %). Beyond the grid's 8 Newton iterations (convergence.md, "More Newton
 iterations, and the start"), 16 and 32 iterations warm or cold scatter without a trend (coarse, 3 s:
 71.8-72.6 mm, 8 x 40 2.3 % above their middle warm started, 1.0 % cold; paper, 2 s: 34.1-35.2 mm,
-8 x 40 inside): about 2 % from converged. Everything else is the engine's policy (``SolverSettings``)."""
+8 x 40 inside): about 2 % from converged. Converged for the travel, not for a link at rest: on the stand
+(``curvature.STAND_BUDGET``) a coarse link bends 21 % more at 8 x 40 than converged (convergence.md, "The
+stand"). Everything else is the engine's policy (``SolverSettings``)."""
 
 
 def snake_solver(model, *, profile=False, **overrides):
