@@ -29,8 +29,9 @@ the grid {2, 4, 8} x {10, 20, 40, 80, 160} and "default", the budget of ``Solver
   counts: median and largest tip error against the reference [tube diameters], whether the vine
   passes every obstacle on the reference's side, and the residual norms at the end.
 
-``--cold`` starts every substep of the snake and vine runs cold (``warm_start=False``; file names end in
-_cold), to see whether a result depends on the start.
+``--elastic-warm-start`` runs the snake, the stand and the block with ``SolverSettings.elastic_warm_start``
+(file names end in _elastic; the vine has no soft rows). ``--cold`` starts every substep of the snake and
+vine runs cold (``warm_start=False``; file names end in _cold), to see whether a result depends on the start.
 
 Budgets run cheapest first; after each one the CSV and a Markdown table are rewritten, so an
 interrupted run keeps what it finished. Files (into --out, default experiments/results):
@@ -41,7 +42,7 @@ tag default "<resolution>_<seconds>s".
 Usage: python experiments/convergence.py [--seconds 10] [--resolution paper|coarse]
            [--budgets 2x10,4x20,default] [--skip-block] [--skip-snake] [--skip-vine] [--skip-stand] [--tag NAME]
            [--block-variants ground,frictionless,clamped,cold]
-           [--momentum-balance] [--cold] [--out DIR]
+           [--momentum-balance] [--cold] [--elastic-warm-start] [--out DIR]
 """
 
 import math
@@ -83,13 +84,14 @@ def residual_columns(norms):
     return {f"res_{kind}": float(getattr(norms, kind)[0]) for kind in KINDS}
 
 
-def snake_run(resolution, seconds, newton, linear, balance=False, warm_start=True):
+def snake_run(resolution, seconds, newton, linear, balance=False, warm_start=True, elastic=False):
     from softsnake.robots.snake.simulation import SnakeSimulation
 
     sim = SnakeSimulation(1, resolution=resolution, seconds=seconds, newton_iterations=newton,
                           linear_iterations=linear)
     sim.solver.momentum_balance = balance
     sim.solver.warm_start = warm_start
+    sim.solver.elastic_warm_start = elastic
     blew_up = ""
     start = time.perf_counter()
     try:
@@ -111,13 +113,14 @@ def snake_run(resolution, seconds, newton, linear, balance=False, warm_start=Tru
             **residual_columns(norms)}
 
 
-def stand_run(resolution, newton, linear, balance=False, warm_start=True):
+def stand_run(resolution, newton, linear, balance=False, warm_start=True, elastic=False):
     from softsnake.robots.snake.curvature import simulate_curvature
     from softsnake.units import psi_to_pa
 
     start = time.perf_counter()
     sweep = simulate_curvature(psi_to_pa(np.array([-8.0, 8.0])), resolution=resolution, progress=False, solver_options={
-        "newton_iterations": newton, "linear_iterations": linear, "momentum_balance": balance, "warm_start": warm_start})
+        "newton_iterations": newton, "linear_iterations": linear, "momentum_balance": balance, "warm_start": warm_start,
+        "elastic_warm_start": elastic})
     return {"curvature_minus8_per_m": float(sweep.curvature[0]), "curvature_plus8_per_m": float(sweep.curvature[1]),
             "settle_minus8_per_m": float(sweep.residual[0]), "settle_plus8_per_m": float(sweep.residual[1]),
             "wall_s": time.perf_counter() - start}
@@ -155,7 +158,7 @@ every substep started cold (warm_start=False). Which rows, and which start, an u
 on."""
 
 
-def block_run(newton, linear, steps=60, dt=1.0 / 60.0, balance=False, variant="ground"):
+def block_run(newton, linear, steps=60, dt=1.0 / 60.0, balance=False, variant="ground", elastic=False):
     import softsnake
     from softsnake.meshing import box_tet_mesh
 
@@ -172,7 +175,8 @@ def block_run(newton, linear, steps=60, dt=1.0 / 60.0, balance=False, variant="g
         builder.add_soft_mesh(verts, tets, 1000.0, 1.0e6, 0.3, position=(0.0, 0.0, 0.05), damping=0.01)
     model = builder.finalize("cpu")
     solver = softsnake.Solver(model, substeps=1, newton_iterations=newton, linear_iterations=linear,
-                              check_finite=False, momentum_balance=balance, warm_start=variant != "cold")
+                              check_finite=False, momentum_balance=balance, warm_start=variant != "cold",
+                              elastic_warm_start=elastic)
     state, control = model.state(), model.control()
     speeds, depths, norms = [], [], []
     for _ in range(steps):
@@ -231,13 +235,17 @@ def main(argv=None):
     parser.add_argument("--cold", action="store_true",
                         help="start every substep of the snake and vine runs cold (warm_start=False; file names end "
                              "in _cold); the block's cold run is --block-variants cold")
+    parser.add_argument("--elastic-warm-start", action="store_true",
+                        help="run the snake, stand and block with SolverSettings.elastic_warm_start (file names end in "
+                             "_elastic)")
     options = parser.parse_args(argv)
     unknown = sorted(set(options.block_variants) - set(BLOCK_VARIANTS))
     if unknown:
         parser.error(f"unknown block variant(s) {', '.join(unknown)}; known: {', '.join(BLOCK_VARIANTS)}")
     balance = options.momentum_balance
     warm_start = not options.cold
-    suffix = ("_balanced" if balance else "") + ("" if warm_start else "_cold")
+    elastic = options.elastic_warm_start
+    suffix = ("_balanced" if balance else "") + ("" if warm_start else "_cold") + ("_elastic" if elastic else "")
     out = make_output_folder(options.out)
     budgets = parse_budgets(options.budgets)
     tag = options.tag or f"{options.resolution}_{options.seconds:g}s"
@@ -251,13 +259,14 @@ def main(argv=None):
 
     for variant in ([] if options.skip_block else options.block_variants):
         rows = []
-        stem = "convergence_block" + ("" if variant == "ground" else f"_{variant}") + ("_balanced" if balance else "")
+        stem = ("convergence_block" + ("" if variant == "ground" else f"_{variant}") + ("_balanced" if balance else "")
+                + ("_elastic" if elastic else ""))
         support = {"ground": "resting on the ground (mu 0.5)", "frictionless": "resting on frictionless ground",
                    "clamped": "clamped by its bottom face (no contact)",
                    "cold": "resting on the ground (mu 0.5), every substep started cold"}[variant]
         for label, newton, linear in budgets:
             rows.append({"budget": label, "newton": newton, "linear": linear,
-                         **block_run(newton, linear, balance=balance, variant=variant)})
+                         **block_run(newton, linear, balance=balance, variant=variant, elastic=elastic)})
             print(f"block {variant} " + ", ".join(f"{k} {fmt(v)}" for k, v in rows[-1].items()), flush=True)
             write_outputs(out, stem, rows, [
                 f"# Stiff soft block {support}: stability and residuals per budget", "", *common,
@@ -269,7 +278,7 @@ def main(argv=None):
         rows = []
         for label, newton, linear in budgets:
             rows.append({"budget": label, "newton": newton, "linear": linear,
-                         **stand_run(options.resolution, newton, linear, balance, warm_start)})
+                         **stand_run(options.resolution, newton, linear, balance, warm_start, elastic)})
             print("stand " + ", ".join(f"{k} {fmt(v)}" for k, v in rows[-1].items()), flush=True)
             write_outputs(out, f"convergence_stand_{options.resolution}{suffix}", rows, [
                 f"# Link stand ({options.resolution} mesh) at -8 and +8 psi: steady curvature per budget", "",
@@ -293,7 +302,7 @@ def main(argv=None):
         rows = []
         for label, newton, linear in budgets:
             row = {"budget": label, "newton": newton, "linear": linear,
-                   **snake_run(options.resolution, options.seconds, newton, linear, balance, warm_start)}
+                   **snake_run(options.resolution, options.seconds, newton, linear, balance, warm_start, elastic)}
             rows.append(row)
             add_relative_change(rows)
             print("snake " + ", ".join(f"{k} {fmt(v)}" for k, v in row.items()), flush=True)

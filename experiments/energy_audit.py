@@ -11,13 +11,15 @@ Bodies: a soft cube (10 cm, 2x2x2 cells), a soft bar lying down (20 x 4 x 4 cm, 
 column standing (4 x 4 x 16 cm, 1x1x4 cells), all 1000 kg/m^3 with 0.01 s damping, and a rigid box
 (5 cm, 500 kg/m^3). Soft bodies at Young's moduli ``--moduli`` and Poisson ratios ``--poisson``; ground
 friction ``--frictions``; steps ``--dts``, one substep; budgets ``--budgets`` (Newton x linear); the
-engine's warm start, or cold with ``--cold``.
+engine's warm start, cold with ``--cold``, or with ``SolverSettings.elastic_warm_start`` with
+``--elastic-warm-start``.
 
 The CSV and the Markdown table are rewritten after every case, so an interrupted run keeps what it
-finished. Files (into --out, default experiments/results): energy_audit[_cold].csv/.md.
+finished. Files (into --out, default experiments/results): energy_audit[_cold|_elastic].csv/.md.
 
 Usage: python experiments/energy_audit.py [--budgets 1x10,1x40,2x40,2x160,4x160] [--moduli 1e5,1e6,1e8]
-           [--poisson 0.3,0.49] [--frictions 0,0.5] [--dts 1/120,1/30] [--steps 90] [--cold] [--out DIR]
+           [--poisson 0.3,0.49] [--frictions 0,0.5] [--dts 1/120,1/30] [--steps 90] [--cold | --elastic-warm-start]
+           [--out DIR]
 """
 
 import itertools
@@ -59,9 +61,9 @@ def fastest_point(state):
     return max(speeds)
 
 
-def run_case(model, newton, linear, dt, steps, warm_start):
+def run_case(model, newton, linear, dt, steps, warm_start, elastic_warm_start=False):
     solver = softsnake.Solver(model, substeps=1, newton_iterations=newton, linear_iterations=linear,
-                              warm_start=warm_start, check_finite=False)
+                              warm_start=warm_start, elastic_warm_start=elastic_warm_start, check_finite=False)
     state, control = model.state(), model.control()
     speeds = []
     for _ in range(steps):
@@ -89,7 +91,11 @@ def main(argv=None):
     parser.add_argument("--rest-speed", type=float, default=0.01, help="fastest speed in the last third that "
                         "still counts as at rest [m/s]")
     parser.add_argument("--cold", action="store_true", help="start every substep cold (warm_start=False)")
+    parser.add_argument("--elastic-warm-start", action="store_true",
+                        help="with SolverSettings.elastic_warm_start (file names end in _elastic)")
     args = parser.parse_args(argv)
+    if args.cold and args.elastic_warm_start:
+        parser.error("--elastic-warm-start needs the warm start: leave out --cold")
     out = make_output_folder(args.out)
     budgets = parse_budgets(args.budgets)
     moduli = [float(x) for x in args.moduli.split(",")]
@@ -98,18 +104,19 @@ def main(argv=None):
     dts = [(text, parse_dt(text)) for text in args.dts.split(",")]
     cases = [(body, modulus, ratio) for body in SOFT_BODIES for modulus in moduli for ratio in ratios]
     cases.append(("box", float("nan"), float("nan")))
-    stem = "energy_audit_cold" if args.cold else "energy_audit"
+    stem = "energy_audit_cold" if args.cold else "energy_audit_elastic" if args.elastic_warm_start else "energy_audit"
+    start_name = "cold" if args.cold else "elastic warm" if args.elastic_warm_start else "warm"
     device = wp.get_device("cpu")
     rows = []
     for (body, modulus, ratio), mu, (dt_text, dt), (label, newton, linear) in itertools.product(
             cases, frictions, dts, budgets):
         model = build(body, modulus, ratio, mu)
-        first, last = run_case(model, newton, linear, dt, args.steps, not args.cold)
+        first, last = run_case(model, newton, linear, dt, args.steps, not args.cold, args.elastic_warm_start)
         rows.append({"body": body, "young_pa": modulus, "poisson": ratio, "mu": mu, "dt_s": dt_text,
                      "budget": label, "max_speed_first_third_m_s": first, "max_speed_last_third_m_s": last,
                      "at_rest": last <= args.rest_speed})
         moving = sum(not row["at_rest"] for row in rows)
-        header = [f"# Energy audit: passive bodies at rest under unconverged budgets ({'cold' if args.cold else 'warm'} start)",
+        header = [f"# Energy audit: passive bodies at rest under unconverged budgets ({start_name} start)",
                   "",
                   f"Written by experiments/energy_audit.py; device: {device.alias} ({platform.machine()}); "
                   f"warp {wp.config.version}. {args.steps} steps of one substep, blow-up check off; at rest: the "

@@ -76,6 +76,30 @@ def warm_start_commands(solver, state, control, h):
     return jacobian_commands(solver, state, control, h) + fits + balance_commands(solver, state)
 
 
+def elastic_start_commands(solver, state, control, h):
+    """``SolverSettings.elastic_warm_start``, after ``warm_start_commands`` (the first start: the contact rows'
+    multipliers carried and fitted, every other row from zero): a second start that also carries the soft
+    body rows' multipliers (``ConstraintType.tries_carried_multipliers``, kept in ``solver.lam_carried``),
+    x = x~ + M^-1 J^T lambda; each world keeps the start whose merit (r^T D^-1 r, the line search's) is lower.
+    At rest the carried start is the last substep's solution, so a short budget no longer leaves its residual
+    in the resting state; where a stiff row's force changed sign since, the first start wins."""
+    m, s = solver.model, solver
+    merit = [system_commands(s, state, control, h)
+             + world_dot_commands(s, s.residual, s.residual, target, weight=s.inv_diagonal)
+             for target in (s.merit_start_first, s.merit_start_second)]
+    return (merit[0]
+            + [s.record(multipliers.copy_rows, m.row_count, [state.multipliers], outputs=[s.lam_start_first]),
+               s.record(integration.copy_positions, s.entity_count, [m.particle_count, state.particle_q, state.body_q],
+                        outputs=[s.particle_q_start_first, s.body_q_start_first]),
+               s.record(multipliers.copy_rows, m.row_count, [s.lam_carried], outputs=[state.multipliers])]
+            + balance_commands(s, state) + merit[1]
+            + [s.record(multipliers.keep_first_start_rows, m.row_count, [
+                   m.row_world, s.merit_start_first, s.merit_start_second, s.lam_start_first], outputs=[state.multipliers]),
+               s.record(integration.keep_first_start_positions, s.entity_count, [
+                   m.particle_count, m.particle_world, m.body_world, s.merit_start_first, s.merit_start_second,
+                   s.particle_q_start_first, s.body_q_start_first], outputs=[state.particle_q, state.body_q])])
+
+
 def displacement_command(solver, state):
     """x - x_n (``solver.displacement``) and x - x~ (``solver.offset``) of every degree of freedom."""
     s = solver

@@ -97,20 +97,26 @@ class Solver:
         for ctype in self.constraint_types:
             ctype.allocate(self)
         self.input_check = InputCheck(model)
-        carried = np.zeros(max(model.row_count, 1), dtype=np.int32)
-        for ctype in self.constraint_types:
-            if ctype.carries_multipliers:
-                first = getattr(model, f"{ctype.name}_row").numpy()
-                for k in range(ctype.rows_per_item(bool(self.planar))):
-                    carried[first + k] = 1
-        self.row_carried = wp.array(carried, dtype=int, device=model.device)
+        self.row_carried = self._row_mask(lambda ctype: ctype.carries_multipliers)
         """1 on the rows whose multipliers the warm start carries into the next substep."""
+        self.row_tried = self._row_mask(lambda ctype: ctype.carries_multipliers or ctype.tries_carried_multipliers)
+        """1 on the rows whose multipliers the elastic warm start's second start carries."""
         self._recording_key = None
         self._recording = None
         self._checked = set()
         self._launch_now = False
         self._checked_through = 0
         """The last step whose blow-up flags the host has read."""
+
+    def _row_mask(self, chosen):
+        """An int array over the rows: 1 on the rows of the constraint types ``chosen(ctype)`` picks."""
+        mask = np.zeros(max(self.model.row_count, 1), dtype=np.int32)
+        for ctype in self.constraint_types:
+            if chosen(ctype):
+                first = getattr(self.model, f"{ctype.name}_row").numpy()
+                for k in range(ctype.rows_per_item(bool(self.planar))):
+                    mask[first + k] = 1
+        return wp.array(mask, dtype=int, device=self.model.device)
 
     @property
     def settings(self):
@@ -148,6 +154,12 @@ class Solver:
                      "kinetic_energy", "energy_growth"):
             setattr(self, name, zeros(m.world_count))
         self.retreat, self.world_flag = zeros(m.world_count, int), zeros(m.world_count, int)
+        # The elastic warm start's second start (SolverSettings.elastic_warm_start): carried multipliers, the
+        # first start kept, the merits of both.
+        self.lam_carried, self.lam_start_first = zeros(m.row_count), zeros(m.row_count)
+        self.particle_q_start_first = zeros(m.particle_count, wp.vec3)
+        self.body_q_start_first = zeros(m.body_count, wp.transform)
+        self.merit_start_first, self.merit_start_second = zeros(m.world_count), zeros(m.world_count)
 
     # ------------------------------------------------------------------ public
     def step(self, state_in, state_out, control, dt):
@@ -259,6 +271,8 @@ class Solver:
             self._recording = {
                 "predict": newton.predict_commands(self, state, h),
                 "warm_start": newton.warm_start_commands(self, state, control, h) if has_rows else [],
+                "elastic_start": newton.elastic_start_commands(self, state, control, h)
+                if has_rows and self.elastic_warm_start else [],
                 "start": newton.start_line_search_commands(self) if has_rows else [],
                 "newton": {"assemble": newton.assemble_commands(self, state, control, h),
                            "solve": solve_commands(self), "update": newton.update_commands(self, state)}
@@ -334,9 +348,15 @@ class Solver:
             if self.warm_start and state.multiplier_step > 0.0:
                 ratio = h / state.multiplier_step
                 # The same forces at the new substep length (lambda = f h^2), on the rows that carry them.
+                if self.elastic_warm_start:
+                    wp.launch(multipliers.keep_carried_multipliers, m.row_count, device=m.device,
+                              inputs=[state.multipliers, self.row_tried, ratio * ratio])
+                    wp.copy(self.lam_carried, state.multipliers)
+                    ratio = 1.0
                 wp.launch(multipliers.keep_carried_multipliers, m.row_count, device=m.device,
                           inputs=[state.multipliers, self.row_carried, ratio * ratio])
                 self._run(recording["warm_start"], "assemble")
+                self._run(recording["elastic_start"], "assemble")
             else:
                 state.multipliers.zero_()
             self._run(recording["start"], "assemble")

@@ -52,6 +52,17 @@ class SolverSettings:
             on the ground ran away at 2-4 Newton iterations; fitted, it rests at all 16 budgets from 2 x 10
             to 8 x 160: experiments/results/convergence.md, "The warm start fitted to the prediction").
             A converged step does not depend on its start.
+        elastic_warm_start: with ``warm_start``, try a second start every substep that also carries the
+            multipliers of a soft body's rows (tetrahedra, distance rows, attachments:
+            ``ConstraintType.tries_carried_multipliers``), and keep per world the start with the lower
+            merit (``newton.elastic_start_commands``; two more assemblies per substep). Restarted from zero,
+            those rows keep a short solve's residual in a body at rest: the coarse snake link on its stand
+            bends 21 % too much at 8 x 40 and 3 % at 8 x 100; with this start it rests within 0.02 % of its
+            converged curvature from 4 x 20 on, and the coarse snake's travel at 8 x 40 lands 0.4 % from
+            16 x 160 (1.8 % without), at the same cost per frame (experiments/results/convergence.md, "The
+            stand"). Carrying them unconditionally blew up the snake's gait and stiff bodies. Off by
+            default: at 1 and 2 Newton iterations it leaves more stiff passive bodies moving (energy audit:
+            up to 3.4 m/s at 2 x 160, against 0.15 without); from 4 on it settles every audit case.
         line_search: backtrack a Newton step that raised its world's residual (the merit
             r^T D^-1 r of the Newton system, D its Jacobi diagonal): the world halves its step
             instead, at most ``line_search_halvings`` times in a row, and one more assembly after the
@@ -136,6 +147,7 @@ class SolverSettings:
     linear_tolerance: float = 1.0e-3
     linear_solver: str = "auto"
     warm_start: bool = True
+    elastic_warm_start: bool = False
     line_search: bool = False
     line_search_halvings: int = 3
     momentum_balance: bool = False
@@ -175,7 +187,8 @@ class SolverSettings:
             object.__setattr__(self, name, value)
         if self.linear_solver not in LINEAR_SOLVERS:
             raise ConfigError(f"linear_solver must be one of {', '.join(LINEAR_SOLVERS)}, got {self.linear_solver!r}")
-        for name in ("warm_start", "line_search", "momentum_balance", "check_finite", "cuda_graph"):
+        for name in ("warm_start", "elastic_warm_start", "line_search", "momentum_balance", "check_finite",
+                     "cuda_graph"):
             object.__setattr__(self, name, bool(getattr(self, name)))
 
     def replace(self, **overrides):

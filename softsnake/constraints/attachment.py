@@ -47,6 +47,7 @@ def eval_attachment_rows(
 
 class Attachment(ConstraintType):
     name = "attachment"
+    tries_carried_multipliers = True
     label = "attachment"
     fields = (
         Field("body", int, "", "the body", index="body"),

@@ -109,6 +109,11 @@ class ConstraintType(ItemKind):
     can fit them to the prediction first: ``warm_start_commands``). Elastic and bilateral
     rows start from zero: a stiff row's force can change sign between substeps (omega h > 1), and
     carrying it then starts the iteration on the wrong side of its solution."""
+    tries_carried_multipliers = False
+    """Whether ``SolverSettings.elastic_warm_start`` tries carrying this type's multipliers too: the rows of
+    a soft body (tetrahedra, distance rows, attachments), whose restart from zero every substep leaves a
+    short solve's residual in a body at rest (convergence.md, "The stand"). Joints' rows are not tried:
+    carried, they moved a frictional vine's converged answer and blew it up."""
     planar_axis = None
     """For joints (fields body_a, axis_a): in a planar model the axis must be the plane "normal", or lie
     "in_plane"; None for types without an axis."""

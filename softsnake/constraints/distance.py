@@ -70,6 +70,7 @@ def eval_distance_rows(
 
 class Distance(ConstraintType):
     name = "distance"
+    tries_carried_multipliers = True
     label = "distance"
     fields = (
         Field("particles", wp.vec2i, "", "the two particles (i, j)", index="particle"),

@@ -144,6 +144,7 @@ def eval_tetrahedron_rows(
 
 class Tetrahedron(ConstraintType):
     name = "tet"
+    tries_carried_multipliers = True
     label = "tetrahedron"
     fields = (
         Field("particles", wp.vec4i, "", "the four vertices, positively oriented", index="particle"),

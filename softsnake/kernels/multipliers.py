@@ -109,3 +109,22 @@ def update_multipliers(
     elif r == 0 and take_step != 0:
         lam[i] = lam[i] + dlam[i]
         dlam_taken[i] = dlam[i]
+
+
+@wp.kernel
+def copy_rows(source: wp.array(dtype=float), target: wp.array(dtype=float)):
+    """target = source, row by row."""
+    i = nonnegative(wp.tid())
+    target[i] = source[i]
+
+
+@wp.kernel
+def keep_first_start_rows(row_world: wp.array(dtype=int), merit_first: wp.array(dtype=float),
+                          merit_second: wp.array(dtype=float), lam_first: wp.array(dtype=float),
+                          lam: wp.array(dtype=float)):
+    """lambda = the first start's multipliers in the worlds whose second start (in ``lam``) is not better by
+    the merit (``newton.elastic_start_commands``)."""
+    i = nonnegative(wp.tid())
+    w = nonnegative(row_world[i])
+    if not (merit_second[w] < merit_first[w]):
+        lam[i] = lam_first[i]
