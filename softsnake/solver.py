@@ -349,6 +349,8 @@ class Solver:
                 ratio = h / state.multiplier_step
                 # The same forces at the new substep length (lambda = f h^2), on the rows that carry them.
                 if self.elastic_warm_start:
+                    # The second start's multipliers (contacts and soft rows) kept aside, rescaled; the
+                    # first start keeps the contact rows' only (newton.elastic_start_commands).
                     wp.launch(multipliers.keep_carried_multipliers, m.row_count, device=m.device,
                               inputs=[state.multipliers, self.row_tried, ratio * ratio])
                     wp.copy(self.lam_carried, state.multipliers)
