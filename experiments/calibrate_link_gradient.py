@@ -23,7 +23,6 @@ Usage: python experiments/calibrate_link_gradient.py [--iterations 3] [--seconds
            [--target=-7.448,7.45] [--out DIR]
 """
 
-import dataclasses
 import platform
 import time
 
@@ -34,9 +33,8 @@ import softsnake
 from softsnake.cli.common import experiment_parser, make_output_folder
 from softsnake.gradients import record_rollout, rollout_gradient
 from softsnake.output_files import write_csv
-from softsnake.robots.snake.config import load_snake_config
-from softsnake.robots.snake.curvature import STAND_DAMPING_TIME
-from softsnake.robots.snake.robot import add_link_stand, chamber_pressures, link_curvature
+from softsnake.robots.snake.curvature import build_stands
+from softsnake.robots.snake.robot import chamber_pressures, link_curvature
 from softsnake.units import psi_to_pa
 
 COLUMNS = ("iteration", "factor", "curvature_minus8_per_m", "curvature_plus8_per_m", "error_minus8", "error_plus8",
@@ -55,14 +53,8 @@ class Stand:
     """The stand link at each pressure, one world each, with the tetrahedra's modulus set per factor."""
 
     def __init__(self):
-        config = dataclasses.replace(load_snake_config(resolution="coarse"), damping_time=STAND_DAMPING_TIME)
-        self.shipped_factor = config.resolution("coarse").element_modulus_factor
-        world = softsnake.ModelBuilder(gravity=(0.0, 0.0, 0.0))
-        self.handle = add_link_stand(world, config, "coarse", fixed="rear")
-        self.bodies_per_world = world.body_count
-        scene = softsnake.ModelBuilder(gravity=(0.0, 0.0, 0.0))
-        scene.replicate(world, len(PRESSURES_PSI), spacing=(0.0, 0.5, 0.0))
-        self.model = scene.finalize("cpu")
+        self.model, self.handle, self.bodies_per_world = build_stands(len(PRESSURES_PSI), device="cpu")
+        self.shipped_factor = self.handle.config.resolution("coarse").element_modulus_factor
         self.silicone = self.model.tet_youngs_modulus.numpy().astype(np.float64) / self.shipped_factor
         self.tet_world = self.model.tet_world.numpy()
 
@@ -99,7 +91,7 @@ class Stand:
                 solver.step(state, state, control, H)
         return solver, records, state.body_q.numpy().astype(np.float64)
 
-    def derivative(self, factor, solver, records, body_q):
+    def derivative(self, solver, records, body_q):
         """d(curvature of each world)/d(factor) by the adjoint of the recorded rollout."""
         _, grads = rollout_gradient(solver, records, H, {"body_q": self.curvature_gradient(body_q)},
                                     {"youngs_modulus": self.model.tet_youngs_modulus})
@@ -143,7 +135,7 @@ def main(argv=None):
                "rollout_seconds": rollout_seconds}
         if iteration < args.iterations:
             start = time.perf_counter()
-            slope = stand.derivative(factor, solver, records, body_q)
+            slope = stand.derivative(solver, records, body_q)
             row["gradient_seconds"] = time.perf_counter() - start
             row["dcurvature_dfactor_minus8"], row["dcurvature_dfactor_plus8"] = slope
             if iteration == 0:

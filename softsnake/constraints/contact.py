@@ -391,6 +391,7 @@ def fit_carried_contact_multipliers(
             if k < friction_count:
                 lam[row + 1 + k] = lam[row + 1 + k] * scale_f
 
+
 class ContactSlot(ConstraintType):
     """One slot per (collision point, obstacle its world sees: its own or its copy of a shared one): a
     normal row and the friction rows, active while the point is within the margin of the obstacle."""

@@ -98,6 +98,22 @@ class CurvatureSweep:
         return self.history[-1] - self.history[max(0, len(self.time) - 1 - back)]
 
 
+def build_stands(count, *, config=None, resolution="coarse", device=None, damping_time=STAND_DAMPING_TIME):
+    """``count`` stand links in one model, one world each, gravity balanced (left out).
+
+    config: ``SnakeConfig`` (None: the shipped snake.toml); resolution: link mesh resolution name
+    device: Warp device (None: Warp's default); damping_time: damping time of the stand's link [s]
+    Returns (the finalized Model, the ``SnakeHandle`` of the stand in one world, bodies per world).
+    """
+    config = load_snake_config(resolution=resolution) if config is None else config
+    config = dataclasses.replace(config, damping_time=damping_time)
+    world = ModelBuilder(gravity=(0.0, 0.0, 0.0))
+    stand = add_link_stand(world, config, resolution, fixed="rear")
+    scene = ModelBuilder(gravity=(0.0, 0.0, 0.0))
+    scene.replicate(world, count, spacing=(0.0, 0.5, 0.0))
+    return scene.finalize(device), stand, world.body_count
+
+
 def simulate_curvature(pressures, *, cap_torques=None, config=None, resolution="coarse", device=None,
                        seconds=SECONDS_DEFAULT, dt=DT_DEFAULT, damping_time=STAND_DAMPING_TIME, progress=True,
                        solver_options=None):
@@ -120,14 +136,8 @@ def simulate_curvature(pressures, *, cap_torques=None, config=None, resolution="
         raise ConfigError("cap_torques must hold one finite torque [N m] per pressure")
     positive_number("seconds", seconds, unit="s")
     positive_number("dt", dt, unit="s")
-    config = load_snake_config(resolution=resolution) if config is None else config
-    config = dataclasses.replace(config, damping_time=damping_time)
-
-    world = ModelBuilder(gravity=(0.0, 0.0, 0.0))
-    stand = add_link_stand(world, config, resolution, fixed="rear")
-    scene = ModelBuilder(gravity=(0.0, 0.0, 0.0))
-    scene.replicate(world, pressures.size, spacing=(0.0, 0.5, 0.0))
-    model = scene.finalize(device)
+    model, stand, bodies_per_world = build_stands(pressures.size, config=config, resolution=resolution, device=device,
+                                                  damping_time=damping_time)
     solver = Solver(model, **(STAND_BUDGET if solver_options is None else solver_options))
     state, control = model.state(), model.control()
 
@@ -138,7 +148,6 @@ def simulate_curvature(pressures, *, cap_torques=None, config=None, resolution="
     wrench[free_cap, 5] = torques
     state.body_f.assign(wrench)
 
-    bodies_per_world = world.body_count
     frames = int(round(seconds / dt))
     history = np.zeros((frames + 1, count))
 
