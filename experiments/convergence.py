@@ -29,8 +29,10 @@ the grid {2, 4, 8} x {10, 20, 40, 80, 160} and "default", the budget of ``Solver
   counts: median and largest tip error against the reference [tube diameters], whether the vine
   passes every obstacle on the reference's side, and the residual norms at the end.
 
-``--elastic-warm-start`` runs the snake, the stand and the block with ``SolverSettings.elastic_warm_start``
-(file names end in _elastic; the vine has no soft rows). ``--cold`` starts every substep of the snake and
+``--elastic-warm-start on|off`` runs the snake, the stand and the block with ``SolverSettings.elastic_warm_start``
+forced on or off (file names end in _elastic or _no_elastic; by default each runs its own: the engine's "auto",
+on from 3 Newton iterations, for the stand and the block, the snake's ``SNAKE_START``, off, for the gait; the
+vine has no soft rows). ``--cold`` starts every substep of the snake and
 vine runs cold (``warm_start=False``; file names end in _cold), to see whether a result depends on the start.
 
 Budgets run cheapest first; after each one the CSV and a Markdown table are rewritten, so an
@@ -42,7 +44,7 @@ tag default "<resolution>_<seconds>s".
 Usage: python experiments/convergence.py [--seconds 10] [--resolution paper|coarse]
            [--budgets 2x10,4x20,default] [--skip-block] [--skip-snake] [--skip-vine] [--skip-stand] [--tag NAME]
            [--block-variants ground,frictionless,clamped,cold]
-           [--momentum-balance] [--cold] [--elastic-warm-start] [--out DIR]
+           [--momentum-balance] [--cold] [--elastic-warm-start default|on|off] [--out DIR]
 """
 
 import math
@@ -84,14 +86,32 @@ def residual_columns(norms):
     return {f"res_{kind}": float(getattr(norms, kind)[0]) for kind in KINDS}
 
 
-def snake_run(resolution, seconds, newton, linear, balance=False, warm_start=True, elastic=False):
+ELASTIC_CHOICES = {"default": (None, ""), "on": (True, "_elastic"), "off": (False, "_no_elastic")}
+"""``--elastic-warm-start``: the value of SolverSettings.elastic_warm_start (None: the run's own) and the file
+name suffix."""
+
+
+def add_elastic_option(parser, runs):
+    parser.add_argument("--elastic-warm-start", choices=ELASTIC_CHOICES, default="default",
+                        help=f"SolverSettings.elastic_warm_start for {runs}: default (the run's own: the engine's "
+                             "'auto', the snake gait's SNAKE_START), on or off (file names end in _elastic or "
+                             "_no_elastic)")
+
+
+def elastic_options(elastic):
+    """Solver options that set elastic_warm_start to ``elastic``, or none for the run's own (None)."""
+    return {} if elastic is None else {"elastic_warm_start": elastic}
+
+
+def snake_run(resolution, seconds, newton, linear, balance=False, warm_start=True, elastic=None):
     from softsnake.robots.snake.simulation import SnakeSimulation
 
     sim = SnakeSimulation(1, resolution=resolution, seconds=seconds, newton_iterations=newton,
                           linear_iterations=linear)
     sim.solver.momentum_balance = balance
     sim.solver.warm_start = warm_start
-    sim.solver.elastic_warm_start = elastic
+    if elastic is not None:
+        sim.solver.elastic_warm_start = elastic
     blew_up = ""
     start = time.perf_counter()
     try:
@@ -107,20 +127,21 @@ def snake_run(resolution, seconds, newton, linear, balance=False, warm_start=Tru
     forward, lateral = trajectories.travel()[0]
     s = sim.solver
     return {"newton_tolerance": s.newton_tolerance, "linear_tolerance": s.linear_tolerance,
-            "warm_start": s.warm_start, "substeps": s.substeps, "simulated_s": simulated,
+            "warm_start": s.warm_start, "elastic_start": s.elastic_start_on, "substeps": s.substeps,
+            "simulated_s": simulated,
             "forward_m": float(forward), "lateral_m": float(lateral),
             "wall_per_simulated_s": wall / simulated if simulated > 0 else math.nan, "blew_up": blew_up,
             **residual_columns(norms)}
 
 
-def stand_run(resolution, newton, linear, balance=False, warm_start=True, elastic=False):
+def stand_run(resolution, newton, linear, balance=False, warm_start=True, elastic=None):
     from softsnake.robots.snake.curvature import simulate_curvature
     from softsnake.units import psi_to_pa
 
     start = time.perf_counter()
     sweep = simulate_curvature(psi_to_pa(np.array([-8.0, 8.0])), resolution=resolution, progress=False, solver_options={
         "newton_iterations": newton, "linear_iterations": linear, "momentum_balance": balance, "warm_start": warm_start,
-        "elastic_warm_start": elastic})
+        **elastic_options(elastic)})
     return {"curvature_minus8_per_m": float(sweep.curvature[0]), "curvature_plus8_per_m": float(sweep.curvature[1]),
             "settle_minus8_per_m": float(sweep.residual[0]), "settle_plus8_per_m": float(sweep.residual[1]),
             "wall_s": time.perf_counter() - start}
@@ -158,7 +179,7 @@ every substep started cold (warm_start=False). Which rows, and which start, an u
 on."""
 
 
-def block_run(newton, linear, steps=60, dt=1.0 / 60.0, balance=False, variant="ground", elastic=False):
+def block_run(newton, linear, steps=60, dt=1.0 / 60.0, balance=False, variant="ground", elastic=None):
     import softsnake
     from softsnake.meshing import box_tet_mesh
 
@@ -176,7 +197,7 @@ def block_run(newton, linear, steps=60, dt=1.0 / 60.0, balance=False, variant="g
     model = builder.finalize("cpu")
     solver = softsnake.Solver(model, substeps=1, newton_iterations=newton, linear_iterations=linear,
                               check_finite=False, momentum_balance=balance, warm_start=variant != "cold",
-                              elastic_warm_start=elastic)
+                              **elastic_options(elastic))
     state, control = model.state(), model.control()
     speeds, depths, norms = [], [], []
     for _ in range(steps):
@@ -235,24 +256,24 @@ def main(argv=None):
     parser.add_argument("--cold", action="store_true",
                         help="start every substep of the snake and vine runs cold (warm_start=False; file names end "
                              "in _cold); the block's cold run is --block-variants cold")
-    parser.add_argument("--elastic-warm-start", action="store_true",
-                        help="run the snake, stand and block with SolverSettings.elastic_warm_start (file names end in "
-                             "_elastic)")
+    add_elastic_option(parser, "the snake, stand and block")
     options = parser.parse_args(argv)
     unknown = sorted(set(options.block_variants) - set(BLOCK_VARIANTS))
     if unknown:
         parser.error(f"unknown block variant(s) {', '.join(unknown)}; known: {', '.join(BLOCK_VARIANTS)}")
     balance = options.momentum_balance
     warm_start = not options.cold
-    elastic = options.elastic_warm_start
-    suffix = ("_balanced" if balance else "") + ("" if warm_start else "_cold") + ("_elastic" if elastic else "")
+    elastic, elastic_suffix = ELASTIC_CHOICES[options.elastic_warm_start]
+    suffix = ("_balanced" if balance else "") + ("" if warm_start else "_cold") + elastic_suffix
     out = make_output_folder(options.out)
     budgets = parse_budgets(options.budgets)
     tag = options.tag or f"{options.resolution}_{options.seconds:g}s"
     device = wp.get_device("cpu")
     device_line = f"device: {device} ({device.name}; {platform.processor() or platform.machine()})"
     print(device_line, flush=True)
-    common = [f"Written by experiments/convergence.py; {device_line}; warp {wp.config.version}.",
+    start_note = "each run's own" if elastic is None else repr(elastic)
+    common = [f"Written by experiments/convergence.py; {device_line}; warp {wp.config.version}; "
+              f"elastic_warm_start: {start_note}.",
               f"Budgets run: {', '.join(label for label, _, _ in budgets)} (cheapest first).",
               ("Residual norms (res_*): Solver.residual_norms at the end of the run, world 0, sqrt(kg) m "
               "(softsnake/residuals.py).")]
@@ -260,7 +281,7 @@ def main(argv=None):
     for variant in ([] if options.skip_block else options.block_variants):
         rows = []
         stem = ("convergence_block" + ("" if variant == "ground" else f"_{variant}") + ("_balanced" if balance else "")
-                + ("_elastic" if elastic else ""))
+                + elastic_suffix)
         support = {"ground": "resting on the ground (mu 0.5)", "frictionless": "resting on frictionless ground",
                    "clamped": "clamped by its bottom face (no contact)",
                    "cold": "resting on the ground (mu 0.5), every substep started cold"}[variant]

@@ -11,14 +11,14 @@ Bodies: a soft cube (10 cm, 2x2x2 cells), a soft bar lying down (20 x 4 x 4 cm, 
 column standing (4 x 4 x 16 cm, 1x1x4 cells), all 1000 kg/m^3 with 0.01 s damping, and a rigid box
 (5 cm, 500 kg/m^3). Soft bodies at Young's moduli ``--moduli`` and Poisson ratios ``--poisson``; ground
 friction ``--frictions``; steps ``--dts``, one substep; budgets ``--budgets`` (Newton x linear); the
-engine's warm start, cold with ``--cold``, or with ``SolverSettings.elastic_warm_start`` with
-``--elastic-warm-start``.
+engine's warm start (``SolverSettings.elastic_warm_start`` "auto": the elastic warm start from 3 Newton
+iterations on), cold with ``--cold``, or with the elastic warm start forced by ``--elastic-warm-start on|off``.
 
 The CSV and the Markdown table are rewritten after every case, so an interrupted run keeps what it
-finished. Files (into --out, default experiments/results): energy_audit[_cold|_elastic].csv/.md.
+finished. Files (into --out, default experiments/results): energy_audit[_cold|_elastic|_no_elastic].csv/.md.
 
-Usage: python experiments/energy_audit.py [--budgets 1x10,1x40,2x40,2x160,4x160] [--moduli 1e5,1e6,1e8]
-           [--poisson 0.3,0.49] [--frictions 0,0.5] [--dts 1/120,1/30] [--steps 90] [--cold | --elastic-warm-start]
+Usage: python experiments/energy_audit.py [--budgets 1x10,1x40,2x40,2x160,3x40,4x160,8x40] [--moduli 1e5,1e6,1e8]
+           [--poisson 0.3,0.49] [--frictions 0,0.5] [--dts 1/120,1/30] [--steps 90] [--cold | --elastic-warm-start on|off]
            [--out DIR]
 """
 
@@ -32,7 +32,7 @@ import softsnake
 from softsnake.cli.common import experiment_parser, make_output_folder
 from softsnake.meshing import box_tet_mesh
 
-from convergence import parse_budgets, write_outputs
+from convergence import ELASTIC_CHOICES, add_elastic_option, elastic_options, parse_budgets, write_outputs
 
 SOFT_BODIES = {"cube": ((0.1, 0.1, 0.1), (2, 2, 2)), "bar": ((0.2, 0.04, 0.04), (4, 1, 1)),
                "column": ((0.04, 0.04, 0.16), (1, 1, 4))}
@@ -61,9 +61,9 @@ def fastest_point(state):
     return max(speeds)
 
 
-def run_case(model, newton, linear, dt, steps, warm_start, elastic_warm_start=False):
+def run_case(model, newton, linear, dt, steps, warm_start, elastic=None):
     solver = softsnake.Solver(model, substeps=1, newton_iterations=newton, linear_iterations=linear,
-                              warm_start=warm_start, elastic_warm_start=elastic_warm_start, check_finite=False)
+                              warm_start=warm_start, check_finite=False, **elastic_options(elastic))
     state, control = model.state(), model.control()
     speeds = []
     for _ in range(steps):
@@ -82,7 +82,7 @@ def parse_dt(text):
 
 def main(argv=None):
     parser = experiment_parser(__doc__, __file__)
-    parser.add_argument("--budgets", default="1x10,1x40,2x40,2x160,4x160", help="NEWTONxLINEAR,...")
+    parser.add_argument("--budgets", default="1x10,1x40,2x40,2x160,3x40,4x160,8x40", help="NEWTONxLINEAR,...")
     parser.add_argument("--moduli", default="1e5,1e6,1e8", help="Young's moduli of the soft bodies [Pa]")
     parser.add_argument("--poisson", default="0.3,0.49", help="Poisson ratios of the soft bodies")
     parser.add_argument("--frictions", default="0,0.5", help="ground friction coefficients")
@@ -91,11 +91,11 @@ def main(argv=None):
     parser.add_argument("--rest-speed", type=float, default=0.01, help="fastest speed in the last third that "
                         "still counts as at rest [m/s]")
     parser.add_argument("--cold", action="store_true", help="start every substep cold (warm_start=False)")
-    parser.add_argument("--elastic-warm-start", action="store_true",
-                        help="with SolverSettings.elastic_warm_start (file names end in _elastic)")
+    add_elastic_option(parser, "the warm start")
     args = parser.parse_args(argv)
-    if args.cold and args.elastic_warm_start:
+    if args.cold and args.elastic_warm_start != "default":
         parser.error("--elastic-warm-start needs the warm start: leave out --cold")
+    elastic, elastic_suffix = ELASTIC_CHOICES[args.elastic_warm_start]
     out = make_output_folder(args.out)
     budgets = parse_budgets(args.budgets)
     moduli = [float(x) for x in args.moduli.split(",")]
@@ -104,14 +104,16 @@ def main(argv=None):
     dts = [(text, parse_dt(text)) for text in args.dts.split(",")]
     cases = [(body, modulus, ratio) for body in SOFT_BODIES for modulus in moduli for ratio in ratios]
     cases.append(("box", float("nan"), float("nan")))
-    stem = "energy_audit_cold" if args.cold else "energy_audit_elastic" if args.elastic_warm_start else "energy_audit"
-    start_name = "cold" if args.cold else "elastic warm" if args.elastic_warm_start else "warm"
+    stem = "energy_audit" + ("_cold" if args.cold else elastic_suffix)
+    start_name = "cold" if args.cold else {"default": "warm; elastic warm start from 3 Newton iterations",
+                                           "on": "warm, elastic warm start", "off": "warm, no elastic warm start"}[
+                                               args.elastic_warm_start]
     device = wp.get_device("cpu")
     rows = []
     for (body, modulus, ratio), mu, (dt_text, dt), (label, newton, linear) in itertools.product(
             cases, frictions, dts, budgets):
         model = build(body, modulus, ratio, mu)
-        first, last = run_case(model, newton, linear, dt, args.steps, not args.cold, args.elastic_warm_start)
+        first, last = run_case(model, newton, linear, dt, args.steps, not args.cold, elastic)
         rows.append({"body": body, "young_pa": modulus, "poisson": ratio, "mu": mu, "dt_s": dt_text,
                      "budget": label, "max_speed_first_third_m_s": first, "max_speed_last_third_m_s": last,
                      "at_rest": last <= args.rest_speed})

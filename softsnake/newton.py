@@ -80,9 +80,12 @@ def elastic_start_commands(solver, state, control, h):
     """``SolverSettings.elastic_warm_start``, after ``warm_start_commands`` (the first start: the contact rows'
     multipliers carried and fitted, every other row from zero): a second start that also carries the soft
     body rows' multipliers (``ConstraintType.tries_carried_multipliers``, kept in ``solver.lam_carried``),
-    x = x~ + M^-1 J^T lambda; each world keeps the start whose merit (r^T D^-1 r, the line search's) is lower.
+    x = x~ + M^-1 J^T lambda; each world keeps the second start unless its merit (r^T D^-1 r, the line search's)
+    begins more than ``multipliers.SECOND_START_MARGIN`` times the first's (``multipliers.keeps_second_start``).
     At rest the carried start is the last substep's solution, so a short budget no longer leaves its residual
-    in the resting state; where a stiff row's force changed sign since, the first start wins."""
+    in the resting state; where a stiff row's force changed sign since, the first start wins. The margin:
+    a substep's end can have a few times the merit of the first start (zero soft multipliers), and a world
+    that always kept the lower would then never leave the first start's biased rest (a stand at 8 x 100)."""
     m, s = solver.model, solver
     merit = [system_commands(s, state, control, h)
              + world_dot_commands(s, s.residual, s.residual, target, weight=s.inv_diagonal)

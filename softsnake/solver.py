@@ -101,6 +101,7 @@ class Solver:
         """1 on the rows whose multipliers the warm start carries into the next substep."""
         self.row_tried = self._row_mask(lambda ctype: ctype.carries_multipliers or ctype.tries_carried_multipliers)
         """1 on the rows whose multipliers the elastic warm start's second start carries."""
+        self._has_tried_rows = any(ctype.tries_carried_multipliers for ctype in self.constraint_types)
         self._recording_key = None
         self._recording = None
         self._checked = set()
@@ -117,6 +118,12 @@ class Solver:
                 for k in range(ctype.rows_per_item(bool(self.planar))):
                     mask[first + k] = 1
         return wp.array(mask, dtype=int, device=self.model.device)
+
+    @property
+    def elastic_start_on(self):
+        """Whether a substep tries the elastic warm start (``SolverSettings.uses_elastic_warm_start``) on a
+        model that has rows it would carry."""
+        return self._has_tried_rows and self.settings.uses_elastic_warm_start
 
     @property
     def settings(self):
@@ -272,7 +279,7 @@ class Solver:
                 "predict": newton.predict_commands(self, state, h),
                 "warm_start": newton.warm_start_commands(self, state, control, h) if has_rows else [],
                 "elastic_start": newton.elastic_start_commands(self, state, control, h)
-                if has_rows and self.elastic_warm_start else [],
+                if has_rows and self.elastic_start_on else [],
                 "start": newton.start_line_search_commands(self) if has_rows else [],
                 "newton": {"assemble": newton.assemble_commands(self, state, control, h),
                            "solve": solve_commands(self), "update": newton.update_commands(self, state)}
@@ -348,7 +355,7 @@ class Solver:
             if self.warm_start and state.multiplier_step > 0.0:
                 ratio = h / state.multiplier_step
                 # The same forces at the new substep length (lambda = f h^2), on the rows that carry them.
-                if self.elastic_warm_start:
+                if recording["elastic_start"]:
                     # The second start's multipliers (contacts and soft rows) kept aside, rescaled; the
                     # first start keeps the contact rows' only (newton.elastic_start_commands).
                     wp.launch(multipliers.keep_carried_multipliers, m.row_count, device=m.device,

@@ -12,6 +12,9 @@ import math
 from .errors import ConfigError
 
 LINEAR_SOLVERS = ("auto", "batched", "per_world", "block")
+ELASTIC_WARM_START_MIN_NEWTON = 3
+"""Newton iterations from which ``elastic_warm_start="auto"`` tries the elastic warm start: the energy
+audit settles every case with it from 3 on and not at 1 or 2 (experiments/results/convergence.md)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -54,15 +57,22 @@ class SolverSettings:
             A converged step does not depend on its start.
         elastic_warm_start: with ``warm_start``, try a second start every substep that also carries the
             multipliers of a soft body's rows (tetrahedra, distance rows, attachments:
-            ``ConstraintType.tries_carried_multipliers``), and keep per world the start with the lower
-            merit (``newton.elastic_start_commands``; two more assemblies per substep). Restarted from zero,
-            those rows keep a short solve's residual in a body at rest: the coarse snake link on its stand
-            bends 21 % too much at 8 x 40 and 3 % at 8 x 100; with this start it rests within 0.02 % of its
-            converged curvature from 4 x 20 on, and the coarse snake's travel at 8 x 40 lands 0.4 % from
-            16 x 160 (1.8 % without), at the same cost per frame (experiments/results/convergence.md, "The
-            stand"). Carrying them unconditionally blew up the snake's gait and stiff bodies. Off by
-            default: at 1 and 2 Newton iterations it leaves more stiff passive bodies moving (energy audit:
-            up to 3.4 m/s at 2 x 160, against 0.15 without); from 4 on it settles every audit case.
+            ``ConstraintType.tries_carried_multipliers``), and keep it per world unless its merit begins
+            more than ``kernels.multipliers.SECOND_START_MARGIN`` (4) times the first start's
+            (``newton.elastic_start_commands``; two more assemblies per substep, none in a model without
+            such rows). Restarted from zero, those rows keep a short solve's residual in a body at rest:
+            without this start the snake link on its stand bent 21 % too much at 8 x 40 (coarse) and 7 %
+            at 8 x 100 (paper mesh); with it both rest within 0.03 % of converged at every budget from
+            8 x 40 to 16 x 400, and the paper mesh within 0.3 % at the paper's 4 x 20
+            (experiments/results/convergence.md, "The stand"). Carrying them unconditionally blew up the
+            snake's gait and stiff bodies; keeping the second start only where its merit was lower (no
+            margin) let a stand at 8 x 100 stall where the plain start's iteration ends (its end a few
+            times the first start's merit, so it was never kept). "auto" (the default) uses it from
+            ``ELASTIC_WARM_START_MIN_NEWTON`` (3) Newton iterations on, where it settles every case of
+            the energy audit, about 15 times quieter than without (fastest point late in the run
+            3.1e-5 to 3.8e-5 m/s at 3 x 40 to 8 x 100, against 4.5e-4 to 6.1e-4); at 1 and 2 Newton
+            iterations it left more stiff passive bodies moving (up to 3.4 m/s at 2 x 160, against 0.15
+            without), so "auto" leaves it off there. True or False force it on or off.
         line_search: backtrack a Newton step that raised its world's residual (the merit
             r^T D^-1 r of the Newton system, D its Jacobi diagonal): the world halves its step
             instead, at most ``line_search_halvings`` times in a row, and one more assembly after the
@@ -147,7 +157,7 @@ class SolverSettings:
     linear_tolerance: float = 1.0e-3
     linear_solver: str = "auto"
     warm_start: bool = True
-    elastic_warm_start: bool = False
+    elastic_warm_start: bool | str = "auto"
     line_search: bool = False
     line_search_halvings: int = 3
     momentum_balance: bool = False
@@ -187,9 +197,22 @@ class SolverSettings:
             object.__setattr__(self, name, value)
         if self.linear_solver not in LINEAR_SOLVERS:
             raise ConfigError(f"linear_solver must be one of {', '.join(LINEAR_SOLVERS)}, got {self.linear_solver!r}")
-        for name in ("warm_start", "elastic_warm_start", "line_search", "momentum_balance", "check_finite",
-                     "cuda_graph"):
+        if self.elastic_warm_start != "auto":
+            if not isinstance(self.elastic_warm_start, (bool, int)):
+                raise ConfigError(f"elastic_warm_start must be True, False or 'auto', got {self.elastic_warm_start!r}")
+            object.__setattr__(self, "elastic_warm_start", bool(self.elastic_warm_start))
+        for name in ("warm_start", "line_search", "momentum_balance", "check_finite", "cuda_graph"):
             object.__setattr__(self, name, bool(getattr(self, name)))
+
+    @property
+    def uses_elastic_warm_start(self):
+        """Whether a substep tries the elastic warm start: ``warm_start`` on, and ``elastic_warm_start`` True,
+        or "auto" with at least ``ELASTIC_WARM_START_MIN_NEWTON`` Newton iterations."""
+        if not self.warm_start:
+            return False
+        if self.elastic_warm_start == "auto":
+            return self.newton_iterations >= ELASTIC_WARM_START_MIN_NEWTON
+        return self.elastic_warm_start
 
     def replace(self, **overrides):
         """A copy with ``overrides`` (unknown names are a ConfigError naming them)."""

@@ -112,6 +112,7 @@ ENGINE_CASES = {
     "bodies_warm": (scene_bodies, 90, {}, None),
     "bodies_cold": (scene_bodies, 90, {"warm_start": False, "substeps": 3}, None),
     "soft_warm": (scene_soft, 40, {}, _pressure_ramp),
+    "soft_warm_no_elastic": (scene_soft, 40, {"elastic_warm_start": False}, _pressure_ramp),
     "soft_cold_batched": (scene_soft, 40, {"warm_start": False, "linear_solver": "batched"}, _pressure_ramp),
     "chain_planar": (scene_chain_planar, 90, {"substeps": 1}, _joint_targets),
     "chain_planar_batched": (scene_chain_planar, 60, {"linear_solver": "batched"}, _joint_targets),

@@ -15,6 +15,7 @@ from .entities import (
     nonnegative,
     rotation_vector_between,
 )
+from .multipliers import keeps_second_start
 
 
 @wp.func
@@ -344,7 +345,7 @@ def keep_first_start_positions(particle_count: int, particle_world: wp.array(dty
     """The first start's positions back in the worlds whose second start is not better by the merit."""
     e = nonnegative(wp.tid())
     w = entity_world(e, particle_count, particle_world, body_world)
-    if not (merit_second[w] < merit_first[w]):
+    if not keeps_second_start(merit_first[w], merit_second[w]):
         if e < particle_count:
             particle_q[e] = particle_q_first[e]
         else:

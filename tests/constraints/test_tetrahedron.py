@@ -245,17 +245,18 @@ def test_volume_preserved_as_poisson_ratio_nears_half(device, on_ground):
 
 def test_stiff_bar_is_unbiased_at_large_steps_once_converged(device):
     """At dt = 0.1 s (omega_max h >> 1) a held 20x2x2 bar (nu = 0) pulled by 50 N settles within 5 % of
-    F L / (Y A) with the default budget, warm and cold started alike. The paper's fixed budget
-    (4 Newton x 20 conjugate residual iterations, no tolerances) settles at over 1.5 times the stretch:
-    checked too, so the test shows that the answer is the converged solve's, not the budget's. With
-    ``elastic_warm_start`` the same budget settles within 5 % too (measured 1.4 %)."""
+    F L / (Y A) with the default budget, warm and cold started alike, and with the paper's fixed budget
+    (4 Newton x 20 conjugate residual iterations, no tolerances) too, through the engine's default start
+    (the elastic warm start, on from 3 Newton iterations; measured 1.4 %). Without that start the paper's
+    budget settles at over 1.5 times the stretch: checked too, so the test shows that the answer is the
+    converged solve's, not the budget's."""
     length, side, youngs, force = 1.0, 0.1, 1.0e6, 50.0
     vertices, tets = box_tet_mesh(size=(length, side, side), cells=(20, 2, 2))
     vertices += [length / 2, 0.0, 0.0]
     expected = force * length / (youngs * side**2)
     paper = {"newton_iterations": 4, "linear_iterations": 20, "newton_tolerance": 0.0, "linear_tolerance": 0.0}
     budgets = {"default warm": {}, "default cold": {"warm_start": False}, "paper 4x20": paper,
-               "paper 4x20, elastic warm start": {**paper, "elastic_warm_start": True}}
+               "paper 4x20, no elastic warm start": {**paper, "elastic_warm_start": False}}
     ratios = {}
     for name, options in budgets.items():
         b = softsnake.ModelBuilder(gravity=(0.0, 0.0, 0.0))
@@ -270,5 +271,5 @@ def test_stiff_bar_is_unbiased_at_large_steps_once_converged(device):
         ratios[name] = (x[np.isclose(vertices[:, 0], length), 0].mean() - length) / expected
     assert abs(ratios["default warm"] - 1) < 0.05, ratios
     assert abs(ratios["default cold"] - 1) < 0.05, ratios
-    assert ratios["paper 4x20"] > 1.5, ratios
-    assert abs(ratios["paper 4x20, elastic warm start"] - 1) < 0.05, ratios
+    assert abs(ratios["paper 4x20"] - 1) < 0.05, ratios
+    assert ratios["paper 4x20, no elastic warm start"] > 1.5, ratios

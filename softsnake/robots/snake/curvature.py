@@ -31,18 +31,20 @@ from softsnake.validation import positive_number
 
 from .config import load_snake_config
 from .robot import add_link_stand, chamber_pressures, link_curvature
-from .simulation import DT_DEFAULT
+from .simulation import DT_DEFAULT, SNAKE_BUDGET
 
 STAND_DAMPING_TIME = 0.2
 """Damping time of the stand's link [s]: about critical for its first bending mode (near 1 Hz
 with the free cap), so a run of a couple of seconds reaches steady state."""
 
-STAND_BUDGET = {"newton_iterations": 8, "linear_iterations": 200}
-"""The stand's solver budget: its steady curvature is a static equilibrium, which a short linear solve
-biases (the elastic rows start every substep from zero multipliers, so a solve cut short leaves a
-residual that the state at rest keeps). At +-8 psi, against 16 x 400 and 32 x 400 (coarse, the two agree
-to 4 digits) and 16 x 200 (paper): 8 x 40 bends the coarse link 21 % more and the paper link 3 % less,
-the engine's 8 x 100 3 % and 7 % more, 8 x 200 0.3 % (experiments/results/convergence.md, "The stand")."""
+STAND_BUDGET = SNAKE_BUDGET
+"""The stand's solver budget: the snake's own (8 x 40). The steady curvature is a static equilibrium;
+with the engine's default start (the elastic warm start, on from 3 Newton iterations) it rests within
+0.03 % of converged at every budget from 8 x 40 to 16 x 400 on both meshes: -7.447 / 7.502 1/m at
++-8 psi coarse, -7.450 / 7.451 paper (its 16 x 200 without that start: -7.448 / 7.450). Without it a
+short linear solve biased the rest (the elastic rows restarted every substep from zero multipliers, so a
+solve cut short left a residual the state at rest kept): 8 x 40 bent the coarse link 21 % more, and the
+stand needed 8 x 200 (experiments/results/convergence.md, "The stand")."""
 
 SECONDS_DEFAULT = 2.0
 """Simulated time per run [s]."""
@@ -61,10 +63,10 @@ is capped lower, at its 8 psi amplitude; far above either the link's elements in
 FIT_POINTS_MIN = 3
 """Pressures each side's linear fit needs in 0..FIT_LIMIT_PSI, zero included [-]."""
 
-CPU_SECONDS_PER_LINK_FRAME = {"paper": 0.28, "coarse": 0.06}
+CPU_SECONDS_PER_LINK_FRAME = {"paper": 0.064, "coarse": 0.013}
 """Wall time of one frame of one stand link on one CPU core at ``STAND_BUDGET`` [s], for run estimates:
-measured on a loaded 2-core CPU (experiments/results/convergence_stand_*.md: 135 s and 28 s for two links
-and 240 frames)."""
+measured on a 2-core CPU (experiments/results/convergence_stand_*.md: 30.8 s and 6.4 s for two links and
+240 frames)."""
 
 MODEL_BYTES_PER_LINK = {"paper": 2.9e6, "coarse": 0.8e6}
 """Bytes of the Warp arrays of one stand link (model, state and solver) [B]: paper from Table II."""

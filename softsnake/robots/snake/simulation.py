@@ -92,17 +92,27 @@ the engine default's cost. 8 x 20 is not (coarse, 5 s: +7.3 %), nor is the paper
 2 s: -26 %; coarse, 5 s: +16 %). Beyond the grid's 8 Newton iterations (convergence.md, "More Newton
 iterations, and the start"), 16 and 32 iterations warm or cold scatter without a trend (coarse, 3 s:
 71.8-72.6 mm, 8 x 40 2.3 % above their middle warm started, 1.0 % cold; paper, 2 s: 34.1-35.2 mm,
-8 x 40 inside): about 2 % from converged. Converged for the travel, not for a link at rest: on the stand
-(``curvature.STAND_BUDGET``) a coarse link bends 21 % more at 8 x 40 than converged (convergence.md, "The
-stand"). Everything else is the engine's policy (``SolverSettings``)."""
+8 x 40 inside): about 2 % from converged with the snake's start (``SNAKE_START``). Everything else is the
+engine's policy (``SolverSettings``)."""
+
+SNAKE_START = {"elastic_warm_start": False}
+"""The gait's start: the engine's plain warm start (contacts carried), not its default elastic warm start
+(``SolverSettings.elastic_warm_start``, which also carries the soft rows' multipliers). At the snake's 8 x 40
+the elastic start travels short of its own finer budgets: the paper snake 30.6 mm in 2 s against 33.5 and
+33.3 at 8 x 100 and 16 x 80 (8-9 %), the coarse one 70.3 mm in 3 s against 71.3-71.8 from 8 x 100 to 32 x 80
+(1.7 %), where the plain start's 8 x 40 lies within 2.3 % of its own (34.6 against 34.7-35.2 mm; 73.9 against
+71.8-74.0): experiments/results/convergence.md, "The elastic warm start as the default". A link at rest is
+where the elastic start matters (the stand, ``curvature.STAND_BUDGET``, runs it); a link under the gait never
+rests. The two starts' finer budgets disagree too (the paper snake at 16 x 80: 35.2 mm plain, 33.3 elastic),
+so the gait's travel is known to about 6 %, not 2 %: the same section."""
 
 
 def snake_solver(model, *, profile=False, **overrides):
     """The Solver every snake run uses (gait, bench): the engine's policy (``SolverSettings()``: warm
-    started, tolerances) with the snake's budget (``SNAKE_BUDGET``) and ``overrides`` over both (any
-    ``SolverSettings`` field, e.g. ``PAPER_BUDGET``); ``profile`` times its phases
-    (``Solver.profile_seconds``, for the bench)."""
-    return Solver(model, profile=profile, **{**SNAKE_BUDGET, **overrides})
+    started, tolerances) with the snake's budget (``SNAKE_BUDGET``) and start (``SNAKE_START``) and
+    ``overrides`` over them (any ``SolverSettings`` field, e.g. ``PAPER_BUDGET``); ``profile`` times its
+    phases (``Solver.profile_seconds``, for the bench)."""
+    return Solver(model, profile=profile, **{**SNAKE_BUDGET, **SNAKE_START, **overrides})
 
 
 def estimate_run(snake_count, seconds, *, resolution="coarse", dt=DT_DEFAULT, link_count=4, device=None):
