@@ -54,6 +54,8 @@ PROFILE_PHASES = ("predict", "assemble", "solve", "update", "finish", "check")
 FLAG_NAMES = {int(checks.NONFINITE): "a non-finite state", int(checks.TOO_FAST): "a speed above {max_speed:g} m/s",
               int(checks.SPINNING): "an angular speed above {max_angular_speed:g} rad/s",
               int(checks.ENERGY_GROWTH): "kinetic energy grown more than {energy_growth_limit:g} times in one step",
+              int(checks.ENERGY_RUNAWAY): "kinetic energy grown more than {energy_growth_streak:g} times over "
+                                          "consecutive steps of more than {streak_step_growth:g} times each",
               int(checks.ENERGY_GROWTH_TWO_STEPS): "kinetic energy grown more than {energy_growth_two_steps:.3g} times in "
                                                    "each of two steps"}
 
@@ -158,7 +160,7 @@ class Solver:
         # Chunk sums: of z.Az (the linear solve) and of the others (A p . P A p, merits).
         self.partial, self.zAz_partial = zeros(m.chunk_count), zeros(m.chunk_count)
         for name in ("zAz", "zAz_next", "zAz_start", "merit", "merit_ref", "merit_first", "step_scale",
-                     "kinetic_energy", "energy_growth"):
+                     "kinetic_energy", "energy_growth", "energy_streak"):
             setattr(self, name, zeros(m.world_count))
         self.retreat, self.world_flag = zeros(m.world_count, int), zeros(m.world_count, int)
         # The elastic warm start's second start (SolverSettings.elastic_warm_start): carried multipliers, the
@@ -238,6 +240,7 @@ class Solver:
             state.multiplier_step = 0.0
         self.kinetic_energy.zero_()
         self.energy_growth.zero_()
+        self.energy_streak.zero_()
 
     def reset_profile(self):
         """Set every phase time of ``profile_seconds`` back to 0."""
@@ -404,8 +407,8 @@ class Solver:
             m.particle_world_start_device, m.body_world_start_device, state.particle_q, state.particle_qd,
             m.particle_inv_mass, state.body_q, state.body_qd, m.body_inv_mass, m.body_inertia, self.max_speed,
             self.max_angular_speed, self.energy_growth_limit, checks.two_step_growth_limit(self.energy_growth_limit),
-            self.energy_floor],
-            outputs=[self.kinetic_energy, self.energy_growth, self.world_flag])]
+            checks.STREAK_STEP_GROWTH, checks.streak_growth_limit(self.energy_growth_limit), self.energy_floor],
+            outputs=[self.kinetic_energy, self.energy_growth, self.energy_streak, self.world_flag])]
 
     def _raise_if_blown_up(self):
         """Read the blow-up check's flags of the steps since the last read (and clear them); raise
@@ -418,8 +421,10 @@ class Solver:
         if len(bad):
             self.world_flag.zero_()
             w = int(bad[np.argmax(flags[bad])])
-            two_steps = checks.two_step_growth_limit(self.energy_growth_limit)
-            what = FLAG_NAMES[int(flags[w])].format(energy_growth_two_steps=two_steps, **vars(self.settings))
+            what = FLAG_NAMES[int(flags[w])].format(
+                energy_growth_two_steps=checks.two_step_growth_limit(self.energy_growth_limit),
+                energy_growth_streak=checks.streak_growth_limit(self.energy_growth_limit),
+                streak_step_growth=checks.STREAK_STEP_GROWTH, **vars(self.settings))
             raise SimulationError(
                 f"world {w} blew up ({what}) in {step_span(first, self.step_count)} "
                 f"({len(bad)} world(s) affected); reduce dt or check the model's parameters",

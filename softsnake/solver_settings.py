@@ -137,7 +137,11 @@ class SolverSettings:
             gravity by far less (free fall from rest: 4 times from the first step to the second, less
             after), an impact or a snap-through in one step mostly (a wrinkling vine link: up to 29
             times, then at most 7.3). An external force that really does multiply a moving world's
-            energy by 100 in one step, or by 32 in two steps running, needs this raised.
+            energy by 100 in one step, or by 32 in two steps running, needs this raised. A streak of
+            steps that each more than double it, together more than this factor squared (10 000 for
+            100), counts too (``kernels.checks``): a runaway of smaller steps; physics measured up to
+            355 (the test suite 125, the vine video fits' wrinkling model 355, the shipped vine scenes
+            125, the main gait run 4.9).
         energy_floor: kinetic energy [J] below which growth is not judged (a world starting from rest).
 
     Execution:

@@ -250,3 +250,34 @@ def test_stiff_column_on_rough_ground_settles(newton, linear):
         solver.step(state, state, control, 1.0 / 30.0)
         speeds.append(float(np.linalg.norm(state.particle_qd.numpy(), axis=1).max()))
     assert max(speeds[60:]) < 1.0e-3, f"fastest node in steps 61-90: {max(speeds[60:]):.3g} m/s"
+
+
+def test_runaway_of_small_steps_is_caught_by_its_streak():
+    """Kinetic energy multiplied by 3.24 in every step (speeds by 1.8: each step under both the one-step
+    limit of 100 and the two-step rule's 31.6, and far below the speed limit: 20 m/s at the 9th step)
+    stops the world once its streak of steps of more than 2 times each passes 10 000 times together: at
+    the 9th step (the first only records the energy later steps are judged against; 3.24^7 = 3 788 after
+    the 8th, 3.24^8 = 12 270 after the 9th). A world whose energy grows 1.96 times per step (speeds by 1.4)
+    is no streak: physics does not double a world's energy step after step (free fall from rest: 4, 2.25,
+    1.78 ...); it runs the same 9 steps unflagged."""
+    batch = softsnake.ModelBuilder(gravity=(0.0, 0.0, 0.0))
+    for _ in range(3):
+        world = softsnake.ModelBuilder(gravity=(0.0, 0.0, 0.0))
+        world.add_particle((0.0, 0.0, 1.0), velocity=(0.1, 0.0, 0.0), mass=1.0)
+        batch.add_world(world)
+    model = batch.finalize()
+    solver, state, control = softsnake.Solver(model), model.state(), model.control()
+    for step in range(1, 10):
+        velocities = state.particle_qd.numpy()
+        velocities[1] *= 1.8
+        velocities[2] *= 1.4
+        state.particle_qd.assign(velocities)
+        if step < 9:
+            solver.step(state, state, control, 0.01)
+            continue
+        with pytest.raises(softsnake.SimulationError, match=r"world 1 blew up \(kinetic energy grown more than "
+                                                            r"10000 times over consecutive steps of more than 2 times "
+                                                            r"each\) in step 9 \(1 world") as info:
+            solver.step(state, state, control, 0.01)
+        assert info.value.world == 1 and info.value.step == 9
+    assert np.linalg.norm(velocities[1]) < solver.max_speed
