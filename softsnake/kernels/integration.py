@@ -342,7 +342,7 @@ def keep_first_start_positions(particle_count: int, particle_world: wp.array(dty
                                merit_first: wp.array(dtype=float), merit_second: wp.array(dtype=float),
                                particle_q_first: wp.array(dtype=wp.vec3), body_q_first: wp.array(dtype=wp.transform),
                                particle_q: wp.array(dtype=wp.vec3), body_q: wp.array(dtype=wp.transform)):
-    """The first start's positions back in the worlds whose second start is not better by the merit."""
+    """The first start's positions back in the worlds that do not keep the second (``keeps_second_start``)."""
     e = nonnegative(wp.tid())
     w = entity_world(e, particle_count, particle_world, body_world)
     if not keeps_second_start(merit_first[w], merit_second[w]):

@@ -137,8 +137,8 @@ def keeps_second_start(merit_first: float, merit_second: float):
 def keep_first_start_rows(row_world: wp.array(dtype=int), merit_first: wp.array(dtype=float),
                           merit_second: wp.array(dtype=float), lam_first: wp.array(dtype=float),
                           lam: wp.array(dtype=float)):
-    """lambda = the first start's multipliers in the worlds whose second start (in ``lam``) is not better by
-    the merit (``newton.elastic_start_commands``)."""
+    """lambda = the first start's multipliers in the worlds that do not keep the second start (in ``lam``:
+    ``keeps_second_start``; ``newton.elastic_start_commands``)."""
     i = nonnegative(wp.tid())
     w = nonnegative(row_world[i])
     if not keeps_second_start(merit_first[w], merit_second[w]):
