@@ -202,7 +202,7 @@ class SolverSettings:
         if self.linear_solver not in LINEAR_SOLVERS:
             raise ConfigError(f"linear_solver must be one of {', '.join(LINEAR_SOLVERS)}, got {self.linear_solver!r}")
         if self.elastic_warm_start != "auto":
-            if not isinstance(self.elastic_warm_start, (bool, int)):
+            if self.elastic_warm_start not in (True, False):  # also numpy booleans, 0 and 1
                 raise ConfigError(f"elastic_warm_start must be True, False or 'auto', got {self.elastic_warm_start!r}")
             object.__setattr__(self, "elastic_warm_start", bool(self.elastic_warm_start))
         for name in ("warm_start", "line_search", "momentum_balance", "check_finite", "cuda_graph"):
