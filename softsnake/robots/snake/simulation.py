@@ -103,10 +103,9 @@ the elastic start travels short of its own finer budgets: the paper snake 30.6 m
 (1.7 %), where the plain start's 8 x 40 lies within 2.3 % of its own (34.6 against 34.7-35.2 mm; 73.9 against
 71.8-74.0): experiments/results/convergence.md, "The elastic warm start as the default". A link at rest is
 where the elastic start matters (the stand, ``curvature.STAND_BUDGET``, runs it); a link under the gait never
-rests. The two starts' finer budgets disagree too (the paper snake at 16 x 80: 35.2 mm plain, 33.3 elastic, in
-2 s; in 10 s the elastic start's 8 x 100 travels 0.900 m against the plain start's 0.953-0.960 from 8 x 40 to
-8 x 160), so the gait's travel is converged in the plain start's budget and not shown independent of the
-start: the same section."""
+rests. Over 10 s the elastic start climbs to the plain start's answer only at far larger budgets (paper
+snake: 0.816, 0.900, 0.976 m at 8 x 40, 8 x 100, 16 x 160, against the plain start's 0.953-0.963 from 8 x 40
+to 16 x 160); over 2 s the starts' finer budgets span 33.3-35.6 mm (+-3.5 %): the same section."""
 
 
 def snake_solver(model, *, profile=False, **overrides):
