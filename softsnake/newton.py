@@ -18,6 +18,10 @@ After the last iteration one more assembly judges the last step the same way (``
 that no substep ends on a step that raised its world's residual.
 """
 
+import functools
+
+import warp as wp
+
 from .kernels import integration, momentum, multipliers, rows
 from .linear_solve import inverse_mass_transpose_command, world_dot_commands
 
@@ -76,6 +80,12 @@ def warm_start_commands(solver, state, control, h):
     return jacobian_commands(solver, state, control, h) + fits + balance_commands(solver, state)
 
 
+def copy_command(target, source):
+    """A replayable ``wp.copy`` of ``source`` into ``target`` (a device copy: a CUDA graph captures it as it
+    captures the launches)."""
+    return functools.partial(wp.copy, target, source)
+
+
 def elastic_start_commands(solver, state, control, h):
     """``SolverSettings.elastic_warm_start``, after ``warm_start_commands`` (the first start: the contact rows'
     multipliers carried and fitted, every other row from zero): a second start that also carries the soft
@@ -91,10 +101,10 @@ def elastic_start_commands(solver, state, control, h):
              + world_dot_commands(s, s.residual, s.residual, target, weight=s.inv_diagonal)
              for target in (s.merit_start_first, s.merit_start_second)]
     return (merit[0]
-            + [s.record(multipliers.copy_rows, m.row_count, [state.multipliers], outputs=[s.lam_start_first]),
-               s.record(integration.copy_positions, s.entity_count, [m.particle_count, state.particle_q, state.body_q],
-                        outputs=[s.particle_q_start_first, s.body_q_start_first]),
-               s.record(multipliers.copy_rows, m.row_count, [s.lam_carried], outputs=[state.multipliers])]
+            + [copy_command(s.lam_start_first, state.multipliers),
+               copy_command(s.particle_q_start_first, state.particle_q),
+               copy_command(s.body_q_start_first, state.body_q),
+               copy_command(state.multipliers, s.lam_carried)]
             + balance_commands(s, state) + merit[1]
             + [s.record(multipliers.keep_first_start_rows, m.row_count, [
                    m.row_world, s.merit_start_first, s.merit_start_second, s.lam_start_first], outputs=[state.multipliers]),

@@ -326,18 +326,6 @@ def finish_body_velocities(
 
 
 @wp.kernel(enable_backward=False)  # the warm start is not on a wp.Tape: the implicit gradient does not see the start
-def copy_positions(particle_count: int, particle_q: wp.array(dtype=wp.vec3), body_q: wp.array(dtype=wp.transform),
-                   particle_q_out: wp.array(dtype=wp.vec3), body_q_out: wp.array(dtype=wp.transform)):
-    """The positions of every entity into the ``_out`` arrays."""
-    e = nonnegative(wp.tid())
-    if e < particle_count:
-        particle_q_out[e] = particle_q[e]
-    else:
-        b = nonnegative(e - particle_count)
-        body_q_out[b] = body_q[b]
-
-
-@wp.kernel(enable_backward=False)  # the warm start is not on a wp.Tape: the implicit gradient does not see the start
 def keep_first_start_positions(particle_count: int, particle_world: wp.array(dtype=int), body_world: wp.array(dtype=int),
                                merit_first: wp.array(dtype=float), merit_second: wp.array(dtype=float),
                                particle_q_first: wp.array(dtype=wp.vec3), body_q_first: wp.array(dtype=wp.transform),

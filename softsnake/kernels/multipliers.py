@@ -111,13 +111,6 @@ def update_multipliers(
         dlam_taken[i] = dlam[i]
 
 
-@wp.kernel
-def copy_rows(source: wp.array(dtype=float), target: wp.array(dtype=float)):
-    """target = source, row by row."""
-    i = nonnegative(wp.tid())
-    target[i] = source[i]
-
-
 SECOND_START_MARGIN = wp.constant(4.0)
 """How much higher than the first start's merit the elastic warm start's second start may begin and still be
 kept [-] (``keeps_second_start``). Without a margin (1) the paper-mesh stand at 8 x 100 stalled at 4 %
