@@ -128,20 +128,22 @@ class SolverSettings:
             here, reached within a few steps by a diverging solve.
         max_angular_speed: angular speed [rad/s] of a body above which its world counts as blown up
             (a wheel of 1 cm at 1000 m/s turns at 1e5 rad/s).
-        energy_growth_limit: a world whose kinetic energy grew by more than this factor [-] in one
-            step, or by more than this factor to the power 3/4 in each of two consecutive steps (32
-            for 100), each time from more than ``energy_floor``, counts as blown up: a diverging solve
-            grows a world's energy by orders of magnitude per step, or over two steps of 84 and 87
-            times (an unconverged stiff block, warm started before the start was fitted to the
-            prediction: ``experiments/results/convergence.md``); actuation and
-            gravity by far less (free fall from rest: 4 times from the first step to the second, less
-            after), an impact or a snap-through in one step mostly (a wrinkling vine link: up to 29
-            times, then at most 7.3). An external force that really does multiply a moving world's
-            energy by 100 in one step, or by 32 in two steps running, needs this raised. A streak of
-            steps that each more than double it, together more than this factor squared (10 000 for
-            100), counts too (``kernels.checks``): a runaway of smaller steps; physics measured up to
-            355 (the test suite 125, the vine video fits' wrinkling model 355, the shipped vine scenes
-            125, the main gait run 4.9).
+        energy_growth_limit: a world whose kinetic energy grew by more than this factor to the power 3/4
+            in each of two consecutive steps (32 for 100) counts as blown up, and a world moving faster than
+            ``runaway_speed`` whose kinetic energy grew by more than this factor in one step, or steadily by
+            more than its square (10 000 for 100) over a streak of steps of more than 1.25 times each
+            (``kernels.checks``), each time judged from more than ``energy_floor``: a diverging solve grows a
+            world's energy by orders of magnitude per step, or over two steps of 84 and 87 times (an
+            unconverged stiff block, warm started before the start was fitted to the prediction:
+            ``experiments/results/convergence.md``); actuation and gravity by far less (free fall from rest:
+            4 times from the first step to the second, less after), an impact or a snap-through in one step
+            mostly (a wrinkling vine link: up to 29 times, then at most 7.3). An external force that really
+            does multiply a moving world's energy by 32 in two steps running needs this raised.
+        runaway_speed: speed [m/s] of a world's fastest particle or body from which the one-step and the
+            streak rules of the energy check judge it. Slower, physics multiplies kinetic energy by any
+            factor from potential energy (a pendulum leaving its turning point: 100 times in one step; a
+            body toppling from an unstable rest: 5 times per step at 1/30 s), and a diverging solve passes
+            10 m/s within a few steps of its start. Raise it for scenes that really move faster.
         energy_floor: kinetic energy [J] below which growth is not judged (a world starting from rest).
 
     Execution:
@@ -174,6 +176,7 @@ class SolverSettings:
     max_speed: float = 1000.0
     max_angular_speed: float = 1.0e5
     energy_growth_limit: float = 100.0
+    runaway_speed: float = 10.0
     energy_floor: float = 1.0e-6
     check_interval: int = 1
     cuda_graph: bool = True
@@ -194,7 +197,7 @@ class SolverSettings:
             if not (math.isfinite(value) and value >= 0.0):
                 raise ConfigError(f"{name} must be non-negative and finite, got {getattr(self, name)!r}")
             object.__setattr__(self, name, value)
-        for name in ("max_speed", "max_angular_speed", "energy_growth_limit"):
+        for name in ("max_speed", "max_angular_speed", "energy_growth_limit", "runaway_speed"):
             value = float(getattr(self, name))
             if not (math.isfinite(value) and value > 0.0):
                 raise ConfigError(f"{name} must be positive and finite, got {getattr(self, name)!r}")

@@ -109,6 +109,8 @@ def test_bad_time_step_and_solver_options():
     model = b.finalize()
     with pytest.raises(ValueError, match="newton_iterations must be a positive integer"):
         softsnake.Solver(model, newton_iterations=0)
+    with pytest.raises(ValueError, match="runaway_speed must be positive and finite, got -1.0"):
+        softsnake.Solver(model, runaway_speed=-1.0)
     solver = softsnake.Solver(model)
     state = model.state()
     with pytest.raises(ValueError, match="dt must be a positive finite time step"):

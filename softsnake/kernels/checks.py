@@ -3,9 +3,9 @@
 SPINNING), or kinetic energy that runs away: grows by orders of magnitude in one step (ENERGY_GROWTH),
 over two steps that each multiply it by more than that limit to the power 3/4 (ENERGY_GROWTH_TWO_STEPS: 32
 and more each, 1 000 times and more together, for the default 100), or over a streak of consecutive steps
-that each more than double it, together more than the limit squared (ENERGY_RUNAWAY: 10 000 times for the
-default 100): a diverging solve, not a robot; and of inputs of a step that are NaN or Inf (controls and
-external forces, ``softsnake.input_checks``).
+that each multiply it by more than 1.25, steadily, together more than the limit squared (ENERGY_RUNAWAY:
+10 000 times for the default 100): a diverging solve, not a robot; and of inputs of a step that are NaN or
+Inf (controls and external forces, ``softsnake.input_checks``).
 
 Why two steps: an unconverged solve can run away in steps of 84 and 87 times (the stiff block of
 ``experiments/results/convergence.md`` at 2 x 40), each under a one-step limit of 100, while what
@@ -13,16 +13,32 @@ physics does to a world's kinetic energy is mostly a single jump (an impact, a f
 vine link snapping through its wrinkling curve: up to 29 times) followed by smaller growth; the
 smaller of two consecutive growth factors was at most 7.3 in every run measured (convergence.md).
 
-Why a streak: a runaway made of smaller steps (3 times each, say) passes both rules until its speed
-reaches ``max_speed``, writing ever faster states into the results on the way. Physics doubles a world's
-kinetic energy step after step only briefly: growth that is a power of time (free fall from rest: 4, 2.25,
-1.8 ...) falls below 2 within a few steps, so its streak ends small (free fall: 9); only geometric growth,
-a diverging solve, keeps doubling until the product passes the limit.
-The largest streak measured in runs that did not diverge (ninth session of 2026-11-24, CPU): 125 over
-the whole test suite outside the tests that run away on purpose (a batch of worlds; free fall with
-changing steps 100), 355 in the vine video fits' models on all six videos at 1/30 and 1/90 s (the
-wrinkling model's snap-through), 125 in the five shipped vine scenes (4 vines each), 4.9 in the main gait
-run (3 coarse snakes, 10 s): the limit of 10 000 is 28 times above the largest."""
+Why a streak: a runaway made of smaller steps (1.5 times each, say) passes both rules until its speed
+reaches ``max_speed``, writing ever faster states into the results on the way.
+
+Why the one-step rule and the streak judge only a fast world (its fastest particle or body above
+``runaway_speed``, 10 m/s by default): while a world is slow, physics multiplies its kinetic energy by
+any factor, from potential energy it had all along. A pendulum leaves its turning point with almost no
+kinetic energy: one step later it has 100 times more (a 4 cm pendulum swinging over its top at 1/30 s was
+stopped in its 32nd step); a body toppling from an unstable rest gains kinetic energy geometrically,
+5-6 times per step at 1/30 s, until it has fallen (a 4 cm pendulum falling from upright was stopped by the
+streak in its 12th step, at 0.1 m/s). Energy converted from potential energy runs out before a robot's
+parts reach 10 m/s (a fall of 5 m); a diverging solve does not, and reaches it within a few steps of
+its start (100 times per step: from 1 mm/s in 4 steps). The two-step rule judges every world: a turning
+point or an impact is a single jump.
+
+Why steadily: a force that rises from zero (a push ramped up from rest) grows a world's kinetic energy as a
+power of time, t^2 for a constant force, t^4 for one rising linearly, t^6 quadratically: many steps of more
+than 1.25 times, whose growth slows down (6 ln(n / (n - 1)) in step n for t^6), while a diverging solve's
+does not. A step continues the streak's count only while its own growth is at least the streak's mean
+growth per step to the power ``STREAK_STEADINESS`` (0.7): a power law from rest never passes (up to t^12),
+a geometric runaway always does (a quadratic force ramp on a particle from rest was stopped in its 5th
+step, at 0.25 m/s, before this rule).
+
+Measured in runs that do not diverge (tenth session of 2026-11-25, CPU; experiments/results/convergence.md,
+"The blow-up check judges fast worlds"): the largest steady streak 355 (the vine video fits' wrinkling
+model, at most 1.06 m/s), 45 in the five shipped vine scenes, 36 in the test suite outside the tests that
+run away on purpose, 12 in the main gait run; the fastest point 19.6 m/s (2 s of free fall, streak 8.4)."""
 
 from typing import Any
 
@@ -41,8 +57,13 @@ ENERGY_GROWTH = wp.constant(5)
 NONFINITE = wp.constant(6)
 """World flags of the blow-up check, the most serious largest."""
 
-STREAK_STEP_GROWTH = 2.0
+STREAK_STEP_GROWTH = 1.25
 """The growth [-] a step must exceed to continue a world's streak of growing steps (ENERGY_RUNAWAY)."""
+
+STREAK_STEADINESS = 0.7
+"""A streak flags ENERGY_RUNAWAY only at a step whose growth is at least the streak's mean growth per step to
+this power [-] (ln g >= 0.7 ln(product) / steps): growth that is a power of time slows down step by step and
+never passes, growth by a constant factor always does."""
 
 
 def two_step_growth_limit(energy_growth_limit):
@@ -79,30 +100,37 @@ def check_worlds(
     two_step_limit: float,
     streak_step_growth: float,
     streak_limit: float,
+    streak_steadiness: float,
+    runaway_speed: float,
     energy_floor: float,
     kinetic_energy: wp.array(dtype=float),
     energy_growth: wp.array(dtype=float),
     energy_streak: wp.array(dtype=float),
+    energy_streak_steps: wp.array(dtype=int),
     world_flag: wp.array(dtype=int),
 ):
     """One thread per world, in a fixed order (deterministic): flag a non-finite position or velocity,
     a linear speed above ``max_speed``, an angular speed above ``max_angular_speed``, or kinetic energy
-    that grew more than ``energy_growth_limit`` times since the last step, more than ``two_step_limit`` times in
-    this step and in the last, or more than ``streak_limit`` times over consecutive steps of more than
-    ``streak_step_growth`` times each, each step judged from above ``energy_floor`` [J]; store the world's
-    kinetic energy [J], its growth (0 where not judged) and its streak (the product of the growth of the
-    current run of such steps, 1 where none) for the next step. The flag keeps the worst finding
+    that grew more than ``two_step_limit`` times in this step and in the last, and in a world whose fastest
+    particle or body moves faster than ``runaway_speed`` [m/s], more than ``energy_growth_limit`` times since
+    the last step or, steadily (``streak_steadiness``), more than ``streak_limit`` times over consecutive steps
+    of more than ``streak_step_growth`` times each, each step judged from above ``energy_floor`` [J]; store
+    the world's kinetic energy [J], its growth (0 where not judged) and its streak (the product of the growth
+    of the current run of such steps, 1 where none, and their count) for the next step. The flag keeps the worst finding
     since the host last read and cleared it (``SolverSettings.check_interval``)."""
     w = nonnegative(wp.tid())
     flag = int(0)
     energy = float(0.0)
+    fastest = float(0.0)
     i = nonnegative(particle_world_start[w])
     while i < particle_world_start[w + 1]:
         v = particle_qd[i]
         if not (vec_finite(particle_q[i]) and vec_finite(v)):
             flag = wp.max(flag, NONFINITE)
-        elif wp.length(v) > max_speed:
-            flag = wp.max(flag, TOO_FAST)
+        else:
+            fastest = wp.max(fastest, wp.length(v))
+            if wp.length(v) > max_speed:
+                flag = wp.max(flag, TOO_FAST)
         if particle_inv_mass[i] > 0.0:
             energy += 0.5 * wp.dot(v, v) / particle_inv_mass[i]
         i += 1
@@ -117,6 +145,7 @@ def check_worlds(
         if not finite:
             flag = wp.max(flag, NONFINITE)
         else:
+            fastest = wp.max(fastest, wp.length(v))
             if wp.length(v) > max_speed:
                 flag = wp.max(flag, TOO_FAST)
             if wp.length(omega) > max_angular_speed:
@@ -128,19 +157,24 @@ def check_worlds(
     previous = kinetic_energy[w]
     growth = float(0.0)
     streak = float(1.0)
+    steps = int(0)
     if flag < NONFINITE and previous > energy_floor:
         growth = energy / previous
-        if energy > energy_growth_limit * previous:
+        fast = fastest > runaway_speed
+        if fast and growth > energy_growth_limit:
             flag = wp.max(flag, ENERGY_GROWTH)
-        elif wp.min(growth, energy_growth[w]) > two_step_limit:
+        if wp.min(growth, energy_growth[w]) > two_step_limit:
             flag = wp.max(flag, ENERGY_GROWTH_TWO_STEPS)
         if growth > streak_step_growth:
             streak = wp.max(energy_streak[w], 1.0) * growth
-            if streak > streak_limit:
+            steps = energy_streak_steps[w] + 1
+            steady = wp.log(growth) * float(steps) >= streak_steadiness * wp.log(streak)
+            if fast and steady and streak > streak_limit:
                 flag = wp.max(flag, ENERGY_RUNAWAY)
     kinetic_energy[w] = energy
     energy_growth[w] = growth
     energy_streak[w] = streak
+    energy_streak_steps[w] = steps
     world_flag[w] = wp.max(world_flag[w], flag)
 
 
