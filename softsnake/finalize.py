@@ -153,6 +153,7 @@ def finalize_model(builder, device):
     m.row_world_start_device = arr(layout.world_row_start, int)
     m.particle_world_start_device = arr(m.particle_world_start, int)
     m.body_world_start_device = arr(m.body_world_start, int)
+    m.pressure_channel_world_start_device = arr(m.pressure_channel_world_start, int)
 
     # Particles.
     mass = np.asarray(builder.particle_mass, dtype=np.float64)

@@ -154,6 +154,8 @@ class Model:
         """``body_world_start`` on the device, int."""
         self.row_world_start_device: wp.array = None
         """``row_world_start`` on the device, int."""
+        self.pressure_channel_world_start_device: wp.array = None
+        """``pressure_channel_world_start`` on the device, int."""
         self.pressure_channel_world: wp.array = None
         """World of each pressure channel, int, shape (pressure_channel_count,)."""
 

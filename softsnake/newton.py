@@ -95,7 +95,10 @@ def elastic_start_commands(solver, state, control, h):
     At rest the carried start is the last substep's solution, so a short budget no longer leaves its residual
     in the resting state; where a stiff row's force changed sign since, the first start wins. The margin:
     a substep's end can have a few times the merit of the first start (zero soft multipliers), and a world
-    that always kept the lower would then never leave the first start's biased rest (a stand at 8 x 100)."""
+    that always kept the lower would then never leave the first start's biased rest (a stand at 8 x 100). A
+    world whose chamber pressures changed since the last substep (``multipliers.stale_second_starts``, against
+    ``solver.pressure_carried``) keeps the second start only where it begins lower: its carried forces
+    balanced other rest lengths."""
     m, s = solver.model, solver
     merit = [system_commands(s, state, control, h)
              + world_dot_commands(s, s.residual, s.residual, target, weight=s.inv_diagonal)
@@ -106,11 +109,15 @@ def elastic_start_commands(solver, state, control, h):
                copy_command(s.body_q_start_first, state.body_q),
                copy_command(state.multipliers, s.lam_carried)]
             + balance_commands(s, state) + merit[1]
-            + [s.record(multipliers.keep_first_start_rows, m.row_count, [
-                   m.row_world, s.merit_start_first, s.merit_start_second, s.lam_start_first], outputs=[state.multipliers]),
+            + [s.record(multipliers.stale_second_starts, m.world_count, [
+                   m.pressure_channel_world_start_device, control.pressure, s.pressure_carried], outputs=[s.start_stale]),
+               copy_command(s.pressure_carried, control.pressure),
+               s.record(multipliers.keep_first_start_rows, m.row_count, [
+                   m.row_world, s.merit_start_first, s.merit_start_second, s.start_stale, s.lam_start_first],
+                   outputs=[state.multipliers]),
                s.record(integration.keep_first_start_positions, s.entity_count, [
                    m.particle_count, m.particle_world, m.body_world, s.merit_start_first, s.merit_start_second,
-                   s.particle_q_start_first, s.body_q_start_first], outputs=[state.particle_q, state.body_q])])
+                   s.start_stale, s.particle_q_start_first, s.body_q_start_first], outputs=[state.particle_q, state.body_q])])
 
 
 def displacement_command(solver, state):

@@ -172,6 +172,7 @@ class Solver:
         self.particle_q_start_first = zeros(m.particle_count, wp.vec3)
         self.body_q_start_first = zeros(m.body_count, wp.transform)
         self.merit_start_first, self.merit_start_second = zeros(m.world_count), zeros(m.world_count)
+        self.start_stale, self.pressure_carried = zeros(m.world_count, int), zeros(max(m.pressure_channel_count, 1))
 
     # ------------------------------------------------------------------ public
     def step(self, state_in, state_out, control, dt):

@@ -328,12 +328,12 @@ def finish_body_velocities(
 @wp.kernel(enable_backward=False)  # the warm start is not on a wp.Tape: the implicit gradient does not see the start
 def keep_first_start_positions(particle_count: int, particle_world: wp.array(dtype=int), body_world: wp.array(dtype=int),
                                merit_first: wp.array(dtype=float), merit_second: wp.array(dtype=float),
-                               particle_q_first: wp.array(dtype=wp.vec3), body_q_first: wp.array(dtype=wp.transform),
+                               stale: wp.array(dtype=int), particle_q_first: wp.array(dtype=wp.vec3), body_q_first: wp.array(dtype=wp.transform),
                                particle_q: wp.array(dtype=wp.vec3), body_q: wp.array(dtype=wp.transform)):
     """The first start's positions back in the worlds that do not keep the second (``keeps_second_start``)."""
     e = nonnegative(wp.tid())
     w = entity_world(e, particle_count, particle_world, body_world)
-    if not keeps_second_start(merit_first[w], merit_second[w]):
+    if not keeps_second_start(merit_first[w], merit_second[w], stale[w]):
         if e < particle_count:
             particle_q[e] = particle_q_first[e]
         else:

@@ -116,23 +116,46 @@ SECOND_START_MARGIN = wp.constant(4.0)
 kept [-] (``keeps_second_start``). Without a margin (1) the paper-mesh stand at 8 x 100 stalled at 4 %
 above its converged curvature: its substeps' ends had 1-3 times the merit of the first start (zero soft
 multipliers), so the carried start lost nearly every substep; at 4 it rests within 0.03 %, and the energy
-audit's cases settle as they did at 1 (experiments/results/convergence.md, "The stand")."""
+audit's cases settle as they did at 1 (experiments/results/convergence.md, "The stand"). Where a world's chamber
+pressures changed since the multipliers were carried (the rest lengths they balanced moved), the margin is 1:
+the carried start must begin better than the first. With 4 there too, the paper-mesh snake under the gait at
+8 x 40 kept a start of stale forces nearly every substep and travelled 0.816 m in 10 s, 15 % short of its
+finer budgets; with 1 there, 0.940 m ("The elastic start under changing pressure")."""
 
 
 @wp.func
-def keeps_second_start(merit_first: float, merit_second: float):
+def keeps_second_start(merit_first: float, merit_second: float, stale: int):
     """Whether a world keeps the elastic warm start's second start (carried soft rows' multipliers): where its
-    merit is below ``SECOND_START_MARGIN`` times the first start's."""
-    return merit_second < SECOND_START_MARGIN * merit_first
+    merit is below ``SECOND_START_MARGIN`` times the first start's, or below the first start's where the
+    carried multipliers are stale (``stale_second_starts``)."""
+    margin = SECOND_START_MARGIN
+    if stale != 0:
+        margin = 1.0
+    return merit_second < margin * merit_first
+
+
+@wp.kernel
+def stale_second_starts(channel_world_start: wp.array(dtype=int), pressure: wp.array(dtype=float),
+                        pressure_carried: wp.array(dtype=float), stale: wp.array(dtype=int)):
+    """Per world: 1 where a chamber pressure differs from the one the carried multipliers were computed under
+    (the last substep's), else 0."""
+    w = nonnegative(wp.tid())
+    s = int(0)
+    c = nonnegative(channel_world_start[w])
+    while c < channel_world_start[w + 1]:
+        if pressure[c] != pressure_carried[c]:
+            s = 1
+        c += 1
+    stale[w] = s
 
 
 @wp.kernel
 def keep_first_start_rows(row_world: wp.array(dtype=int), merit_first: wp.array(dtype=float),
-                          merit_second: wp.array(dtype=float), lam_first: wp.array(dtype=float),
-                          lam: wp.array(dtype=float)):
+                          merit_second: wp.array(dtype=float), stale: wp.array(dtype=int),
+                          lam_first: wp.array(dtype=float), lam: wp.array(dtype=float)):
     """lambda = the first start's multipliers in the worlds that do not keep the second start (in ``lam``:
     ``keeps_second_start``; ``newton.elastic_start_commands``)."""
     i = nonnegative(wp.tid())
     w = nonnegative(row_world[i])
-    if not keeps_second_start(merit_first[w], merit_second[w]):
+    if not keeps_second_start(merit_first[w], merit_second[w], stale[w]):
         lam[i] = lam_first[i]
