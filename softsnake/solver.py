@@ -53,8 +53,7 @@ PROFILE_PHASES = ("predict", "assemble", "solve", "update", "finish", "check")
 
 FLAG_NAMES = {int(checks.NONFINITE): "a non-finite state", int(checks.TOO_FAST): "a speed above {max_speed:g} m/s",
               int(checks.SPINNING): "an angular speed above {max_angular_speed:g} rad/s",
-              int(checks.ENERGY_GROWTH): "kinetic energy grown more than {energy_growth_limit:g} times in one step, "
-                                         "a point faster than {runaway_speed:g} m/s",
+              int(checks.ENERGY_GROWTH): "kinetic energy grown more than {energy_growth_limit:g} times in one step",
               int(checks.ENERGY_RUNAWAY): "kinetic energy grown steadily more than {energy_growth_streak:g} times over "
                                           "consecutive steps of more than {streak_step_growth:g} times each, a point "
                                           "faster than {runaway_speed:g} m/s",
@@ -165,7 +164,7 @@ class Solver:
                      "kinetic_energy", "energy_growth", "energy_streak"):
             setattr(self, name, zeros(m.world_count))
         self.retreat, self.world_flag = zeros(m.world_count, int), zeros(m.world_count, int)
-        self.energy_streak_steps = zeros(m.world_count, int)
+        self.energy_streak_steps, self.energy_peak = zeros(m.world_count, int), zeros(m.world_count)
         # The elastic warm start's second start (SolverSettings.elastic_warm_start): carried multipliers, the
         # first start kept, the merits of both.
         self.lam_carried, self.lam_start_first = zeros(m.row_count), zeros(m.row_count)
@@ -246,6 +245,7 @@ class Solver:
         self.energy_growth.zero_()
         self.energy_streak.zero_()
         self.energy_streak_steps.zero_()
+        self.energy_peak.zero_()
 
     def reset_profile(self):
         """Set every phase time of ``profile_seconds`` back to 0."""
@@ -413,9 +413,9 @@ class Solver:
             m.particle_inv_mass, state.body_q, state.body_qd, m.body_inv_mass, m.body_inertia, self.max_speed,
             self.max_angular_speed, self.energy_growth_limit, checks.two_step_growth_limit(self.energy_growth_limit),
             checks.STREAK_STEP_GROWTH, checks.streak_growth_limit(self.energy_growth_limit), checks.STREAK_STEADINESS,
-            self.runaway_speed, self.energy_floor],
+            self.runaway_speed, checks.PEAK_DECAY, checks.TURNING_FRACTION, self.energy_floor],
             outputs=[self.kinetic_energy, self.energy_growth, self.energy_streak, self.energy_streak_steps,
-                     self.world_flag])]
+                     self.energy_peak, self.world_flag])]
 
     def _raise_if_blown_up(self):
         """Read the blow-up check's flags of the steps since the last read (and clear them); raise

@@ -131,21 +131,24 @@ class SolverSettings:
         max_angular_speed: angular speed [rad/s] of a body above which its world counts as blown up
             (a wheel of 1 cm at 1000 m/s turns at 1e5 rad/s).
         energy_growth_limit: a world whose kinetic energy grew by more than this factor to the power 3/4
-            in each of two consecutive steps (32 for 100) counts as blown up, and a world moving faster than
-            ``runaway_speed`` whose kinetic energy grew by more than this factor in one step, or steadily by
-            more than its square (10 000 for 100) over a streak of steps of more than 1.25 times each
-            (``kernels.checks``), each time judged from more than ``energy_floor``: a diverging solve grows a
+            in each of two consecutive steps (32 for 100) counts as blown up; so does one whose energy grew by
+            more than this factor in one step, where it moves faster than ``runaway_speed`` or its energy
+            before the step was at least a tenth of its recent peak (not a turning point), and one moving
+            faster than ``runaway_speed`` whose energy grew steadily by more than this factor squared (10 000
+            for 100) over a streak of steps of more than 1.25 times each (``kernels.checks``), each time
+            judged from more than ``energy_floor``: a diverging solve grows a
             world's energy by orders of magnitude per step, or over two steps of 84 and 87 times (an
             unconverged stiff block, warm started before the start was fitted to the prediction:
             ``experiments/results/convergence.md``); actuation and gravity by far less (free fall from rest:
             4 times from the first step to the second, less after), an impact or a snap-through in one step
             mostly (a wrinkling vine link: up to 29 times, then at most 7.3). An external force that really
             does multiply a moving world's energy by 32 in two steps running needs this raised.
-        runaway_speed: speed [m/s] of a world's fastest particle or body from which the one-step and the
-            streak rules of the energy check judge it. Slower, physics multiplies kinetic energy by any
-            factor from potential energy (a pendulum leaving its turning point: 100 times in one step; a
-            body toppling from an unstable rest: 5 times per step at 1/30 s), and a diverging solve passes
-            10 m/s within a few steps of its start. Raise it for scenes that really move faster.
+        runaway_speed: speed [m/s] of a world's fastest particle or body from which the streak rule of the
+            energy check judges it, and the one-step rule even at a turning point. Slower, physics multiplies
+            kinetic energy by any factor from potential energy (a pendulum leaving its turning point: 100
+            times in one step; a body toppling from an unstable rest: 5 times per step at 1/30 s), and a
+            diverging solve passes 10 m/s within a few steps of its start. Raise it for scenes that really
+            move faster.
         energy_floor: kinetic energy [J] below which growth is not judged (a world starting from rest).
 
     Execution:

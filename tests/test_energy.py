@@ -121,6 +121,28 @@ def test_energy_runaway_is_caught_at_its_first_step():
     assert np.linalg.norm(velocities[1]) < solver.max_speed
 
 
+def test_slow_world_jumping_from_its_steady_motion_is_caught():
+    """A world moving steadily at 5 cm/s whose velocities jump 40 times in one step (kinetic energy x1600, to
+    2 m/s: below ``runaway_speed``) is caught in that step: its energy before the jump was its peak, not a
+    turning point's sliver of it (``checks.TURNING_FRACTION``), and physics cannot multiply a world's energy
+    by 100 in one step from its peak. (Found by the fuzzer: a body of a random model went from 0.1 J to 83 J
+    in one step at 5 m/s and to 52 m/s in the next, unflagged while the one-step rule judged only fast
+    worlds.)"""
+    model, solver, state, control = falling_particles()
+    for _ in range(3):
+        velocities = state.particle_qd.numpy()
+        velocities[:] = (0.05, 0.0, 0.0)
+        state.particle_qd.assign(velocities)
+        solver.step(state, state, control, 0.001)
+    velocities = state.particle_qd.numpy()
+    velocities[1] *= 40.0
+    state.particle_qd.assign(velocities)
+    with pytest.raises(softsnake.SimulationError, match=r"world 1 blew up \(kinetic energy grown more than 100 times "
+                                                        r"in one step\) in step 4 \(1 world") as info:
+        solver.step(state, state, control, 0.001)
+    assert info.value.world == 1 and np.linalg.norm(velocities[1]) < solver.runaway_speed
+
+
 def test_runaway_over_two_steps_is_caught_at_the_second():
     """Kinetic energy multiplied by 32-100 in each of two consecutive steps (each under the one-step limit of
     100, 1 000 times or more over the two: how an unconverged solve can run away, convergence.md's stiff block

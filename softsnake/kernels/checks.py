@@ -16,9 +16,10 @@ smaller of two consecutive growth factors was at most 7.3 in every run measured 
 Why a streak: a runaway made of smaller steps (1.5 times each, say) passes both rules until its speed
 reaches ``max_speed``, writing ever faster states into the results on the way.
 
-Why the one-step rule and the streak judge only a fast world (its fastest particle or body above
-``runaway_speed``, 10 m/s by default): while a world is slow, physics multiplies its kinetic energy by
-any factor, from potential energy it had all along. A pendulum leaves its turning point with almost no
+Why the one-step rule and the streak judge a slow world only in part (the one-step rule where the world's
+energy before the step is at least a tenth of its recent peak, ``TURNING_FRACTION``; the streak not at all),
+and a fast one (its fastest particle or body above ``runaway_speed``, 10 m/s by default) always: while a
+world is slow, physics multiplies its kinetic energy by any factor from potential energy it had all along. A pendulum leaves its turning point with almost no
 kinetic energy: one step later it has 100 times more (a 4 cm pendulum swinging over its top at 1/30 s was
 stopped in its 32nd step); a body toppling from an unstable rest gains kinetic energy geometrically,
 5-6 times per step at 1/30 s, until it has fallen (a 4 cm pendulum falling from upright was stopped by the
@@ -59,6 +60,16 @@ NONFINITE = wp.constant(6)
 
 STREAK_STEP_GROWTH = 1.25
 """The growth [-] a step must exceed to continue a world's streak of growing steps (ENERGY_RUNAWAY)."""
+
+TURNING_FRACTION = 0.1
+"""A slow world's one-step growth is judged where its kinetic energy before the step is at least this fraction
+of its recent peak [-] (``PEAK_DECAY``): not near a turning point or a rest, where physics multiplies it by any
+factor, but a world moving as it has been, whose energy physics cannot multiply by 100 in one step (a
+conservative swing never exceeds its peak)."""
+
+PEAK_DECAY = 0.99
+"""Per step, a world's recent peak of kinetic energy decays by this factor [-] (half in 69 steps), so that a
+robot that once moved fast is judged again once it has moved slowly for a while."""
 
 STREAK_STEADINESS = 0.7
 """A streak flags ENERGY_RUNAWAY only at a step whose growth is at least the streak's mean growth per step to
@@ -102,21 +113,26 @@ def check_worlds(
     streak_limit: float,
     streak_steadiness: float,
     runaway_speed: float,
+    peak_decay: float,
+    turning_fraction: float,
     energy_floor: float,
     kinetic_energy: wp.array(dtype=float),
     energy_growth: wp.array(dtype=float),
     energy_streak: wp.array(dtype=float),
     energy_streak_steps: wp.array(dtype=int),
+    energy_peak: wp.array(dtype=float),
     world_flag: wp.array(dtype=int),
 ):
     """One thread per world, in a fixed order (deterministic): flag a non-finite position or velocity,
     a linear speed above ``max_speed``, an angular speed above ``max_angular_speed``, or kinetic energy
-    that grew more than ``two_step_limit`` times in this step and in the last, and in a world whose fastest
-    particle or body moves faster than ``runaway_speed`` [m/s], more than ``energy_growth_limit`` times since
-    the last step or, steadily (``streak_steadiness``), more than ``streak_limit`` times over consecutive steps
-    of more than ``streak_step_growth`` times each, each step judged from above ``energy_floor`` [J]; store
-    the world's kinetic energy [J], its growth (0 where not judged) and its streak (the product of the growth
-    of the current run of such steps, 1 where none, and their count) for the next step. The flag keeps the worst finding
+    that grew more than ``two_step_limit`` times in this step and in the last; more than
+    ``energy_growth_limit`` times since the last step in a world whose fastest particle or body moves faster
+    than ``runaway_speed`` [m/s] or whose energy before the step was at least ``turning_fraction`` of its
+    recent peak (``energy_peak``, decaying by ``peak_decay`` per step); or, in a fast world, steadily
+    (``streak_steadiness``) more than ``streak_limit`` times over consecutive steps of more than
+    ``streak_step_growth`` times each; each step judged from above ``energy_floor`` [J]. Store the world's
+    kinetic energy [J], its growth (0 where not judged), its streak (the product of the growth of the current
+    run of such steps, 1 where none, and their count) and its peak for the next step. The flag keeps the worst finding
     since the host last read and cleared it (``SolverSettings.check_interval``)."""
     w = nonnegative(wp.tid())
     flag = int(0)
@@ -155,13 +171,14 @@ def check_worlds(
                 energy += 0.5 * wp.dot(v, v) / body_inv_mass[b] + 0.5 * wp.dot(omega, R * body_inertia[b] * wp.transpose(R) * omega)
         b += 1
     previous = kinetic_energy[w]
+    peak = wp.max(energy_peak[w] * peak_decay, previous)
     growth = float(0.0)
     streak = float(1.0)
     steps = int(0)
     if flag < NONFINITE and previous > energy_floor:
         growth = energy / previous
         fast = fastest > runaway_speed
-        if fast and growth > energy_growth_limit:
+        if (fast or previous >= turning_fraction * peak) and growth > energy_growth_limit:
             flag = wp.max(flag, ENERGY_GROWTH)
         if wp.min(growth, energy_growth[w]) > two_step_limit:
             flag = wp.max(flag, ENERGY_GROWTH_TWO_STEPS)
@@ -175,6 +192,9 @@ def check_worlds(
     energy_growth[w] = growth
     energy_streak[w] = streak
     energy_streak_steps[w] = steps
+    if flag < NONFINITE:
+        peak = wp.max(peak, energy)
+    energy_peak[w] = peak
     world_flag[w] = wp.max(world_flag[w], flag)
 
 
