@@ -110,14 +110,16 @@ def elastic_start_commands(solver, state, control, h):
                copy_command(state.multipliers, s.lam_carried)]
             + balance_commands(s, state) + merit[1]
             + [s.record(multipliers.stale_second_starts, m.world_count, [
-                   m.pressure_channel_world_start_device, control.pressure, s.pressure_carried], outputs=[s.start_stale]),
+                   m.pressure_channel_world_start_device, control.pressure, s.pressure_carried],
+                   outputs=[s.start_stale]),
                copy_command(s.pressure_carried, control.pressure),
                s.record(multipliers.keep_first_start_rows, m.row_count, [
                    m.row_world, s.merit_start_first, s.merit_start_second, s.start_stale, s.lam_start_first],
                    outputs=[state.multipliers]),
                s.record(integration.keep_first_start_positions, s.entity_count, [
                    m.particle_count, m.particle_world, m.body_world, s.merit_start_first, s.merit_start_second,
-                   s.start_stale, s.particle_q_start_first, s.body_q_start_first], outputs=[state.particle_q, state.body_q])])
+                   s.start_stale, s.particle_q_start_first, s.body_q_start_first],
+                   outputs=[state.particle_q, state.body_q])])
 
 
 def displacement_command(solver, state):

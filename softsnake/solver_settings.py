@@ -69,8 +69,8 @@ class SolverSettings:
             margin) let a stand at 8 x 100 stall where the plain start's iteration ends (its end a few
             times the first start's merit, so it was never kept). Where a world's chamber pressures changed
             since the last substep the margin is 1 (the carried forces balanced other rest lengths): with 4
-            there too, the paper-mesh snake's gait at 8 x 40 travelled 15 % short in 10 s. "auto" (the default) uses it from
-            ``ELASTIC_WARM_START_MIN_NEWTON`` (3) Newton iterations on, where it settles every case of
+            there too, the paper-mesh snake's gait at 8 x 40 travelled 15 % short in 10 s. "auto" (the
+            default) uses it from ``ELASTIC_WARM_START_MIN_NEWTON`` (3) Newton iterations on, where it settles every case of
             the energy audit, about 15 times quieter than without (fastest point late in the run
             3.1e-5 to 3.8e-5 m/s at 3 x 40 to 8 x 100, against 4.5e-4 to 6.1e-4); at 1 and 2 Newton
             iterations it left more stiff passive bodies moving (up to 3.4 m/s at 2 x 160, against 0.15

@@ -19,8 +19,8 @@ reaches ``max_speed``, writing ever faster states into the results on the way.
 Why the one-step rule and the streak judge a slow world only in part (the one-step rule where the world's
 energy before the step is at least a tenth of its recent peak, ``TURNING_FRACTION``; the streak not at all),
 and a fast one (its fastest particle or body above ``runaway_speed``, 10 m/s by default) always: while a
-world is slow, physics multiplies its kinetic energy by any factor from potential energy it had all along. A pendulum leaves its turning point with almost no
-kinetic energy: one step later it has 100 times more (a 4 cm pendulum swinging over its top at 1/30 s was
+world is slow, physics multiplies its kinetic energy by any factor from potential energy it had all along.
+A pendulum leaves its turning point with almost no kinetic energy: one step later it has 100 times more (a 4 cm pendulum swinging over its top at 1/30 s was
 stopped in its 32nd step); a body toppling from an unstable rest gains kinetic energy geometrically,
 5-6 times per step at 1/30 s, until it has fallen (a 4 cm pendulum falling from upright was stopped by the
 streak in its 12th step, at 0.1 m/s). Energy converted from potential energy runs out before a robot's
@@ -144,8 +144,9 @@ def check_worlds(
         if not (vec_finite(particle_q[i]) and vec_finite(v)):
             flag = wp.max(flag, NONFINITE)
         else:
-            fastest = wp.max(fastest, wp.length(v))
-            if wp.length(v) > max_speed:
+            speed = wp.length(v)
+            fastest = wp.max(fastest, speed)
+            if speed > max_speed:
                 flag = wp.max(flag, TOO_FAST)
         if particle_inv_mass[i] > 0.0:
             energy += 0.5 * wp.dot(v, v) / particle_inv_mass[i]
@@ -161,8 +162,9 @@ def check_worlds(
         if not finite:
             flag = wp.max(flag, NONFINITE)
         else:
-            fastest = wp.max(fastest, wp.length(v))
-            if wp.length(v) > max_speed:
+            speed = wp.length(v)
+            fastest = wp.max(fastest, speed)
+            if speed > max_speed:
                 flag = wp.max(flag, TOO_FAST)
             if wp.length(omega) > max_angular_speed:
                 flag = wp.max(flag, SPINNING)

@@ -328,7 +328,8 @@ def finish_body_velocities(
 @wp.kernel(enable_backward=False)  # the warm start is not on a wp.Tape: the implicit gradient does not see the start
 def keep_first_start_positions(particle_count: int, particle_world: wp.array(dtype=int), body_world: wp.array(dtype=int),
                                merit_first: wp.array(dtype=float), merit_second: wp.array(dtype=float),
-                               stale: wp.array(dtype=int), particle_q_first: wp.array(dtype=wp.vec3), body_q_first: wp.array(dtype=wp.transform),
+                               stale: wp.array(dtype=int), particle_q_first: wp.array(dtype=wp.vec3),
+                               body_q_first: wp.array(dtype=wp.transform),
                                particle_q: wp.array(dtype=wp.vec3), body_q: wp.array(dtype=wp.transform)):
     """The first start's positions back in the worlds that do not keep the second (``keeps_second_start``)."""
     e = nonnegative(wp.tid())
