@@ -110,7 +110,13 @@ tenth session the elastic start keeps carried forces only where they begin bette
 pressures changed (``kernels.multipliers.stale_second_starts``): at 8 x 40 the paper snake then travels
 0.940 m in 10 s and 34.3 mm in 2 s, the coarse one 72.0 mm in 3 s (convergence.md, "The elastic start under
 changing pressure"), close to the plain start but not closer to the finer budgets on the paper mesh, so the
-gait keeps the plain start and its outputs."""
+gait keeps the plain start and its outputs. Snakes started a micrometre apart (eleventh session,
+experiments/results/gait_sensitivity.md) show the cost of that choice: over 10 s the plain start's travel moves
+0.6 % (coarse, 8 x 40) and 0.46 % (paper) with the micrometre, the elastic start's 0.06 % and 0.15 %; on the
+coarse mesh both starts with ``momentum_balance`` at 16 x 160 travel 836.2 mm (to 0.01 mm: the converged,
+start-independent answer), the plain start's 8 x 40 1.7 % above it (the main job's number), the elastic
+start's 0.8 % below. Moving the gait to the elastic start waits for the paper mesh's converged answer (not run:
+its two starts' unbalanced 16 x 160 runs lie 0.5 % apart, the elastic 8 x 40 1.9 % below them)."""
 
 
 def snake_solver(model, *, profile=False, **overrides):
