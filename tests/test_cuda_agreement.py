@@ -6,7 +6,8 @@ and has its own maths library), so their states part by round-off, which the New
 the contacts' complementarity then carry along. Tolerances, for runs this short: the snakes' centres
 of mass within 1e-4 m and their link curvatures within 1e-2 1/m (about 1e-3 of the gait's
 curvature), the vines' body centres within 1e-4 m (a thousandth of a link) and their angles within
-1e-3 rad. Measured on an H100 (experiments/results/gpu.md).
+1e-3 rad. Measured on an H100 (experiments/results/gpu.md). Each test records the deviations it
+measured as properties of its JUnit report (``pytest --junitxml``; tools/gpu/session.sh writes one).
 """
 
 import numpy as np
@@ -31,18 +32,22 @@ def vine_rollout(device):
     return rollout(VineBatch(specs, device=device), 60, scene.sim.dt)
 
 
-def test_snake_gait_agrees_on_cpu_and_cuda():
+def test_snake_gait_agrees_on_cpu_and_cuda(record_property):
     cpu, cuda = snake_gait("cpu"), snake_gait("cuda")
     com_error = np.abs(cpu.com - cuda.com).max()
     curvature_error = np.abs(cpu.curvature - cuda.curvature).max()
+    record_property("com_error_m", float(com_error))
+    record_property("curvature_error_per_m", float(curvature_error))
     assert com_error < 1e-4 and curvature_error < 1e-2, (com_error, curvature_error)
     # The gait moved the snakes: the comparison is not of two resting states.
     assert np.abs(cpu.curvature[-1]).max() > 1.0
 
 
-def test_vine_rollout_agrees_on_cpu_and_cuda():
+def test_vine_rollout_agrees_on_cpu_and_cuda(record_property):
     cpu, cuda = vine_rollout("cpu"), vine_rollout("cuda")
     position_error = np.abs(cpu.poses[..., :2] - cuda.poses[..., :2]).max()
     angle_error = np.abs(np.angle(np.exp(1j * (cpu.poses[..., 2] - cuda.poses[..., 2])))).max()
+    record_property("position_error_m", float(position_error))
+    record_property("angle_error_rad", float(angle_error))
     assert position_error < 1e-4 and angle_error < 1e-3, (position_error, angle_error)
     assert np.abs(cpu.lengths[-1] - cpu.lengths[0]).max() > 1e-3  # the vines grew

@@ -1,0 +1,132 @@
+#!/usr/bin/env bash
+# Runs softsnake's GPU checks on a CUDA machine without network access, from the repository root,
+# in stages that each fit a 10-minute command. The payload of tools/gpu/pack.sh travels in parts
+# (.gpu/part-NN, one or more per call); `stash` keeps the parts of this call in $STASH, which
+# lasts as long as the machine, and `install` unpacks them once all are there.
+#
+#   bash tools/gpu/session.sh stash              # call 1: keep the parts carried this call
+#   bash tools/gpu/session.sh install tests      # call 2: the last parts, unpack, the suite on CUDA
+#   bash tools/gpu/session.sh bench              # Table II, the linear solvers alone, the vines
+#   bash tools/gpu/session.sh gait               # softsnake gait --device cuda --snakes 1024 --seconds 10
+#
+# Several stages in one call run in order: `install tests bench`. Output goes to $OUT (the folder
+# whose files come back; default ./gpu-out), at most 8 files: each stage writes its log and one
+# tar.gz of its result files. A stage stops itself before its time limit (STAGE_SECONDS, default
+# 540 s) so that what it printed and wrote comes back; every test is named as it finishes (-vv:
+# the project's addopts hold a -q), so a cut run still says which failed.
+#
+# Environment: PYTHON (default python3), OUT, STASH (default /tmp/softsnake-gpu), STAGE_SECONDS,
+# WORKERS (pytest-xdist processes, default 14), SNAKES (gait, default 1024), TEST_DEVICES (the
+# suite's SOFTSNAKE_TEST_DEVICES, default cuda; cpu for a dry run of the stage here).
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+
+PYTHON=${PYTHON:-python3}
+OUT=${OUT:-$PWD/gpu-out}
+STASH=${STASH:-/tmp/softsnake-gpu}
+STAGE_SECONDS=${STAGE_SECONDS:-540}
+WORKERS=${WORKERS:-14}
+SNAKES=${SNAKES:-1024}
+TEST_DEVICES=${TEST_DEVICES:-cuda}
+mkdir -p "$OUT" "$STASH/parts"
+
+use_payload() {
+    export PYTHONPATH="$PWD:$STASH/site${PYTHONPATH:+:$PYTHONPATH}"
+    export SOFTSNAKE_REFERENCE="$STASH/reference"
+    export PYTHONUNBUFFERED=1
+}
+
+stash() {
+    if compgen -G ".gpu/part-*" > /dev/null; then
+        cp .gpu/part-* .gpu/manifest "$STASH/parts/"
+    fi
+    echo "stash: $(ls "$STASH/parts" | tr '\n' ' ')"
+}
+
+install() {
+    stash
+    if [ -f "$STASH/installed" ]; then
+        echo "install: already unpacked"
+    else
+        local manifest="$STASH/parts/manifest"
+        [ -f "$manifest" ] || { echo "install: no manifest carried (.gpu/manifest)"; return 1; }
+        (cd "$STASH/parts" && grep ' part-' manifest | sha256sum --check --quiet) \
+            || { echo "install: parts missing or damaged (carry the rest of .gpu/part-*)"; return 1; }
+        grep ' part-' "$manifest" | awk '{print $2}' | sed "s|^|$STASH/parts/|" | xargs cat \
+            | xz -d | tar -C "$STASH" -xf - || { echo "install: unpacking failed"; return 1; }
+        cp "$manifest" "$STASH/installed"
+    fi
+    use_payload
+    nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
+    "$PYTHON" - <<'EOF'
+import sys, warp as wp, numpy, softsnake
+wp.init()
+print(f"python {sys.version.split()[0]}, warp {wp.__version__}, numpy {numpy.__version__}, "
+      f"cuda devices {wp.get_cuda_device_count()}")
+EOF
+}
+
+# Every kernel module loaded once on both devices before the workers start, so that the 14 test
+# processes find Warp's kernel cache full instead of each compiling the same modules.
+warm() {
+    use_payload
+    "$PYTHON" - <<'EOF'
+import importlib, pkgutil, time
+import warp as wp
+import softsnake, softsnake.kernels, softsnake.constraints
+from softsnake.console import quiet_warp
+quiet_warp()
+start = time.perf_counter()
+for package in (softsnake.kernels, softsnake.constraints):
+    for info in pkgutil.iter_modules(package.__path__):
+        importlib.import_module(f"{package.__name__}.{info.name}")
+import softsnake.linear_solve, softsnake.robots.snake.simulation, softsnake.robots.vine.simulation  # noqa: F401
+devices = ["cpu"] + (["cuda"] if wp.is_cuda_available() else [])
+for device in devices:
+    wp.force_load(device=device)
+print(f"warm: kernel modules loaded on {', '.join(devices)} in {time.perf_counter() - start:.0f} s")
+EOF
+}
+
+tests() {
+    use_payload
+    warm
+    local timeout_option=()
+    "$PYTHON" -c "import pytest_timeout" 2> /dev/null && timeout_option=(--timeout 300)
+    SOFTSNAKE_TEST_DEVICES=$TEST_DEVICES timeout --signal=INT "$STAGE_SECONDS" "$PYTHON" -m pytest -n "$WORKERS" \
+        -vv -rfE --tb=short -p no:cacheprovider "${timeout_option[@]}" --junitxml="$OUT/junit.xml" \
+        2>&1 | tee "$OUT/tests.log" | grep -E "FAILED|ERROR|passed|failed" | tail -40
+}
+
+bench() {
+    use_payload
+    local dir="$OUT/bench"
+    mkdir -p "$dir"
+    local end=$((SECONDS + STAGE_SECONDS))
+    left() { echo $((end - SECONDS > 1 ? end - SECONDS : 1)); }  # timeout 0 would mean no limit
+    {
+        timeout "$(left)" "$PYTHON" experiments/gpu_benchmarks.py --device cuda \
+            --cases 0.25,1,10,32,128,256,1024 --peer-cases 1,32 --frames 5 --warmup 2 --out "$dir"
+        timeout "$(left)" "$PYTHON" experiments/gpu_linear_solvers.py --device cuda \
+            --cases snake:1,snake:32,vine:1,vine:4096
+        timeout "$(left)" "$PYTHON" experiments/vine_runtime.py --device cuda --links 15 \
+            --sizes 1,256,4096 --bodies 30 --linear-solvers per_world,block,batched --out "$dir"
+    } 2>&1 | tee "$OUT/bench.log"
+    tar -C "$OUT" -czf "$OUT/bench.tar.gz" bench && rm -rf "$dir"
+}
+
+gait() {
+    use_payload
+    local dir="$OUT/gait"
+    timeout --signal=INT "$STAGE_SECONDS" "$PYTHON" -m softsnake gait --device cuda --snakes "$SNAKES" \
+        --seconds 10 --out "$dir" 2>&1 | tee "$OUT/gait.log"
+    tar -C "$OUT" -czf "$OUT/gait.tar.gz" gait && rm -rf "$dir"
+}
+
+[ $# -gt 0 ] || { sed -n '2,20p' "$0"; exit 2; }
+for stage in "$@"; do
+    case "$stage" in
+        stash|install|warm|tests|bench|gait) echo "== $stage ($(date -u +%T))"; "$stage" || exit 1 ;;
+        *) echo "session.sh: unknown stage $stage (stash, install, warm, tests, bench, gait)" >&2; exit 2 ;;
+    esac
+done
