@@ -17,4 +17,4 @@ def settle_with_kinetic_damping(model, solver, state, control, dt, steps):
             state.particle_qd.zero_()
             energy = 0.0
         previous = energy
-    return state.particle_q.numpy()
+    return state.particle_q.numpy().copy()  # not a view of the state on the CPU: the same on every device

@@ -16,6 +16,7 @@ model's gravity or one of the solver's settings change.
 Every setting, with its unit and the reason for its value, is ``softsnake.SolverSettings``.
 """
 
+import collections
 import contextlib
 import functools
 import time
@@ -48,6 +49,10 @@ def auto_linear_solver(model):
         return "per_world"
     return "block" if model.world_count >= model.device.sm_count else "batched"
 
+RECORDINGS_KEPT = 4
+"""How many recordings (a step's launches on one set of state and control arrays, with their CUDA graphs) a
+Solver keeps: states stepped in turn (``step(state_0, state_1)``, then the other way round) replay theirs
+instead of recording all of a step's launches again at every step."""
 PROFILE_PHASES = ("predict", "assemble", "solve", "update", "finish", "check")
 """The phases of a step that ``Solver(profile=True)`` times."""
 
@@ -105,8 +110,10 @@ class Solver:
         self.row_tried = self._row_mask(lambda ctype: ctype.carries_multipliers or ctype.tries_carried_multipliers)
         """1 on the rows whose multipliers the elastic warm start's second start carries."""
         self._has_tried_rows = any(ctype.tries_carried_multipliers for ctype in self.constraint_types)
+        self._recordings = collections.OrderedDict()
+        """Recordings by key (``_recording_key_of``), least recently used first, at most ``RECORDINGS_KEPT``."""
         self._recording_key = None
-        self._recording = None
+        """The key of the last step's recording (``residual_norms`` evaluates that step)."""
         self._checked = set()
         self._launch_now = False
         self._checked_through = 0
@@ -211,12 +218,13 @@ class Solver:
         line search's merit), in sqrt(kg) m; ``softsnake.residuals`` defines each exactly.
         """
         h = time_step(dt, self.substeps) / self.substeps
-        if self._recording is None or self._recording_key_of(state, control, h) != self._recording_key:
+        if self._recording_key is None or self._recording_key_of(state, control, h) != self._recording_key:
             raise ConfigError("residual_norms evaluates the last step's Newton system: call it after Solver.step with "
                               "that step's state_out, control and dt, and no solver setting changed in between")
-        if "residuals" not in self._recording:
-            self._recording["residuals"] = residuals.residual_commands(self, state, control, h)
-        self._run(self._recording["residuals"])
+        recording = self._recordings[self._recording_key]
+        if "residuals" not in recording:
+            recording["residuals"] = residuals.residual_commands(self, state, control, h)
+        self._run(recording["residuals"])
         return residuals.residual_norms(self, h)
 
     def reset(self, state, world_mask=None):
@@ -281,9 +289,12 @@ class Solver:
     def _recorded(self, state, control, h):
         """The recorded launches of a substep of length h [s] on these state and control arrays."""
         key = self._recording_key_of(state, control, h)
-        if key != self._recording_key:
+        self._recording_key = key
+        if key in self._recordings:
+            self._recordings.move_to_end(key)
+        else:
             has_rows = self.model.row_count > 0
-            self._recording = {
+            self._recordings[key] = {
                 "predict": newton.predict_commands(self, state, h),
                 "warm_start": newton.warm_start_commands(self, state, control, h) if has_rows else [],
                 "elastic_start": newton.elastic_start_commands(self, state, control, h)
@@ -298,8 +309,9 @@ class Solver:
                 "check": self._check_commands(state) + self.input_check.commands(self, state, control),
                 "arrays": self._keyed_arrays(state, control),  # keeps them alive, so that their ids stay theirs
             }
-            self._recording_key = key
-        return self._recording
+            if len(self._recordings) > RECORDINGS_KEPT:
+                self._recordings.popitem(last=False)
+        return self._recordings[key]
 
     @staticmethod
     def _keyed_arrays(state, control):

@@ -22,6 +22,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import warp as wp
 
 import softsnake
 from engine_scenes import scene_chain_3d, scene_chain_planar, scene_soft
@@ -123,9 +124,12 @@ ENGINE_CASES = {
 
 def engine_states():
     states = {}
-    for name, (make, steps, options, control_fn) in ENGINE_CASES.items():
-        for key, value in _run(make(), steps, control_fn=control_fn, **options).items():
-            states[f"{name}/{key}"] = value
+    # On the CPU whatever the run's default device (SOFTSNAKE_TEST_DEVICES=cuda): the recorded bytes are the
+    # CPU's, and the shared scenes of engine_scenes.py build on the default device.
+    with wp.ScopedDevice("cpu"):
+        for name, (make, steps, options, control_fn) in ENGINE_CASES.items():
+            for key, value in _run(make(), steps, control_fn=control_fn, **options).items():
+                states[f"{name}/{key}"] = value
     return states
 
 

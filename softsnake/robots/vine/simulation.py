@@ -192,7 +192,7 @@ class VineBatch:
                                        enabled=steering_latency)
         self._spring_rows = np.concatenate([np.asarray(h.springs) + self.model.spring_world_start[w]
                                             for w, h in enumerate(self.handles)])
-        self._joint_target = self.control.joint_target.numpy()
+        self._joint_target = self.control.joint_target.numpy().copy()  # a copy on every device (a view on the CPU)
         self._rest_targets = np.concatenate([h.rest_targets for h in self.handles])
 
     def set_growth_rate(self, growth_rate):
