@@ -273,7 +273,7 @@ def main(argv=None):
     print(device_line, flush=True)
     start_note = "each run's own" if elastic is None else repr(elastic)
     common = [f"Written by experiments/convergence.py; {device_line}; warp {wp.config.version}; "
-              f"elastic_warm_start: {start_note}.",
+              f"elastic_warm_start: {start_note}; momentum_balance: {balance}; warm_start: {warm_start}.",
               f"Budgets run: {', '.join(label for label, _, _ in budgets)} (cheapest first).",
               ("Residual norms (res_*): Solver.residual_norms at the end of the run, world 0, sqrt(kg) m "
               "(softsnake/residuals.py).")]

@@ -85,38 +85,19 @@ the engine's converged default (experiments/results/convergence.md)."""
 
 
 SNAKE_BUDGET = {"newton_iterations": 8, "linear_iterations": 40}
-"""The snake's solver budget: the cheapest of the convergence study within 5 % of the converged travel
-in every run of it (experiments/results/convergence.md): 8 x 40 is within 1 % of 8 x 160 or 8 x 200 on
-the paper mesh (2 s, -0.1 %) and the coarse one (5 s, +0.7 %; 3 s warm started, -0.6 %), at about half
-the engine default's cost. 8 x 20 is not (coarse, 5 s: +7.3 %), nor is the paper's 4 x 20 (paper mesh,
-2 s: -26 %; coarse, 5 s: +16 %). Beyond the grid's 8 Newton iterations (convergence.md, "More Newton
-iterations, and the start"), 16 and 32 iterations warm or cold scatter without a trend (coarse, 3 s:
-71.8-72.6 mm, 8 x 40 2.3 % above their middle warm started, 1.0 % cold; paper, 2 s: 34.1-35.2 mm,
-8 x 40 inside): about 2 % from converged with the snake's start (``SNAKE_START``). Everything else is the
-engine's policy (``SolverSettings``)."""
+"""The snake's solver budget: the cheapest of the convergence study within 5 % of the converged travel in every
+run of it, at about half the engine default's cost. Over 10 s of the gait it lies +1.7 % (coarse mesh) and
+-0.2 % (paper mesh) from the converged travel (``momentum_balance`` at 16 x 160, the same with either start:
+836.2 and 956.1 mm); the paper's 4 x 20 travels 25 % short on the paper mesh. experiments/results/
+gait_sensitivity.md and convergence.md. Everything else is the engine's policy (``SolverSettings``)."""
 
 SNAKE_START = {"elastic_warm_start": False}
-"""The gait's start: the engine's plain warm start (contacts carried), not its default elastic warm start
-(``SolverSettings.elastic_warm_start``, which also carries the soft rows' multipliers). At the snake's 8 x 40
-the elastic start travels short of its own finer budgets: the paper snake 30.6 mm in 2 s against 33.5 and
-33.3 at 8 x 100 and 16 x 80 (8-9 %), the coarse one 70.3 mm in 3 s against 71.3-71.8 from 8 x 100 to 32 x 80
-(1.7 %), where the plain start's 8 x 40 lies within 2.3 % of its own (34.6 against 34.7-35.2 mm; 73.9 against
-71.8-74.0): experiments/results/convergence.md, "The elastic warm start as the default". A link at rest is
-where the elastic start matters (the stand, ``curvature.STAND_BUDGET``, runs it); a link under the gait never
-rests. Over 10 s the elastic start climbed to the plain start's answer only at far larger budgets (paper
-snake: 0.816, 0.900, 0.976 m at 8 x 40, 8 x 100, 16 x 160, against the plain start's 0.953-0.963 from 8 x 40
-to 16 x 160); over 2 s the starts' finer budgets span 33.3-35.6 mm (+-3.5 %): the same section. Since the
-tenth session the elastic start keeps carried forces only where they begin better wherever the chamber
-pressures changed (``kernels.multipliers.stale_second_starts``): at 8 x 40 the paper snake then travels
-0.940 m in 10 s and 34.3 mm in 2 s, the coarse one 72.0 mm in 3 s (convergence.md, "The elastic start under
-changing pressure"), close to the plain start but not closer to the finer budgets on the paper mesh, so the
-gait keeps the plain start and its outputs. Snakes started a micrometre apart (eleventh session,
-experiments/results/gait_sensitivity.md) show the cost of that choice: over 10 s the plain start's travel moves
-0.6 % (coarse, 8 x 40) and 0.46 % (paper) with the micrometre, the elastic start's 0.06 % and 0.15 %; on the
-coarse mesh both starts with ``momentum_balance`` at 16 x 160 travel 836.2 mm (to 0.01 mm: the converged,
-start-independent answer), the plain start's 8 x 40 1.7 % above it (the main job's number), the elastic
-start's 0.8 % below. Moving the gait to the elastic start waits for the paper mesh's converged answer (not run:
-its two starts' unbalanced 16 x 160 runs lie 0.5 % apart, the elastic 8 x 40 1.9 % below them)."""
+"""The gait's start: the engine's plain warm start (contacts carried, the soft rows from zero every substep),
+not its default elastic warm start, which also carries the soft rows' multipliers. A link under the gait never
+rests, where the elastic start matters most (the stand runs it). At 8 x 40 neither start is the closer to the
+converged 10 s travel on both meshes (plain +1.7 % coarse, -0.2 % paper; elastic -0.8 %, -1.65 %), so the
+gait keeps the plain start and its outputs; its own scatter is larger (a micrometre moves its travel by
+0.5-0.6 %, the elastic start's by 0.06-0.15 %): experiments/results/gait_sensitivity.md."""
 
 
 def snake_solver(model, *, profile=False, **overrides):
