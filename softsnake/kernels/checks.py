@@ -214,3 +214,10 @@ def flag_nonfinite_inputs(
     i = nonnegative(wp.tid())
     if not wp.isfinite(values[i]):
         wp.atomic_max(input_flag, nonnegative(item_world[i]) * input_count + input_index, i + 1)
+
+
+# The input types it runs on (controls: float; particle forces: vec3; body forces: spatial_vector), declared
+# here so that the module is whole when it first loads: an overload first made at a launch changes the module,
+# which Warp then hashes, compiles (on a cold cache) and loads again, once per type.
+for _values_dtype in (float, wp.vec3, wp.spatial_vector):
+    wp.overload(flag_nonfinite_inputs, {"values": wp.array(dtype=_values_dtype)})
