@@ -25,6 +25,20 @@ GAIT_LINES = [
 ]
 
 
+@pytest.fixture(scope="module", autouse=True)
+def kernels_in_the_cache():
+    """The interrupted runs below wait a fixed time for frames before Ctrl-C, so their first step must not
+    compile kernels (35-47 s for all modules, cold, on 2 cores: test_backward_options.py): every kernel module
+    the gait and the vine load, compiled for the CPU into Warp's kernel cache, which the command's process
+    reads too."""
+    import warp as wp
+
+    import softsnake.robots.snake.simulation  # noqa: F401  (their kernel modules, imported)
+    import softsnake.robots.vine.simulation  # noqa: F401
+
+    wp.force_load(device="cpu")
+
+
 def softsnake(*argv, cwd, **options):
     return subprocess.Popen([sys.executable, "-m", "softsnake", *argv], cwd=cwd, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, **options)
