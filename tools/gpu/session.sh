@@ -6,10 +6,12 @@
 #
 #   bash tools/gpu/session.sh stash              # call 1: keep the parts carried this call
 #   bash tools/gpu/session.sh install tests      # call 2: the last parts, unpack, the suite on CUDA
-#   bash tools/gpu/session.sh bench              # Table II, the linear solvers alone, the vines
+#   bash tools/gpu/session.sh table2             # seed 001's Table II, 1..1024 paper snakes, two solvers
+#   bash tools/gpu/session.sh solvers vines      # the linear solvers alone; the vines with all three solvers
 #   bash tools/gpu/session.sh gait               # softsnake gait --device cuda --snakes 1024 --seconds 10
 #
-# Several stages in one call run in order: `install tests bench`. Output goes to $OUT (the folder
+# Several stages in one call run in order, each under STAGE_SECONDS (set it so that they fit the call's
+# limit together: `STAGE_SECONDS=270 ... solvers vines`). Output goes to $OUT (the folder
 # whose files come back; default ./gpu-out), at most 8 files: each stage writes its log and one
 # tar.gz of its result files. A stage stops itself before its time limit (STAGE_SECONDS, default
 # 540 s) so that what it printed and wrote comes back; every test is named as it finishes (-vv:
@@ -17,7 +19,8 @@
 #
 # Environment: PYTHON (default python3), OUT, STASH (default /tmp/softsnake-gpu), STAGE_SECONDS,
 # WORKERS (pytest-xdist processes, default 14), SNAKES (gait, default 1024), TEST_DEVICES (the
-# suite's SOFTSNAKE_TEST_DEVICES, default cuda; cpu for a dry run of the stage here).
+# suite's SOFTSNAKE_TEST_DEVICES) and DEVICE (the benchmarks' and the gait's): both cuda by default, cpu for a
+# dry run of a stage here.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -27,7 +30,8 @@ STASH=${STASH:-/tmp/softsnake-gpu}
 STAGE_SECONDS=${STAGE_SECONDS:-540}
 WORKERS=${WORKERS:-14}
 SNAKES=${SNAKES:-1024}
-TEST_DEVICES=${TEST_DEVICES:-cuda}
+DEVICE=${DEVICE:-cuda}
+TEST_DEVICES=${TEST_DEVICES:-$DEVICE}
 mkdir -p "$OUT" "$STASH/parts"
 
 use_payload() {
@@ -98,27 +102,37 @@ tests() {
         2>&1 | tee "$OUT/tests.log" | grep -E "FAILED|ERROR|passed|failed" | tail -40
 }
 
-bench() {
-    use_payload
-    local dir="$OUT/bench"
+# One experiment under the stage's time limit, its printout in $OUT/NAME.log and its files in $OUT/NAME.tar.gz.
+experiment() {
+    local name=$1
+    shift
+    local dir="$OUT/$name"
     mkdir -p "$dir"
-    local end=$((SECONDS + STAGE_SECONDS))
-    left() { echo $((end - SECONDS > 1 ? end - SECONDS : 1)); }  # timeout 0 would mean no limit
-    {
-        timeout "$(left)" "$PYTHON" experiments/gpu_benchmarks.py --device cuda \
-            --cases 0.25,1,10,32,128,256,1024 --peer-cases 1,32 --frames 5 --warmup 2 --out "$dir"
-        timeout "$(left)" "$PYTHON" experiments/gpu_linear_solvers.py --device cuda \
-            --cases snake:1,snake:32,vine:1,vine:4096
-        timeout "$(left)" "$PYTHON" experiments/vine_runtime.py --device cuda --links 15 \
-            --sizes 1,256,4096 --bodies 30 --linear-solvers per_world,block,batched --out "$dir"
-    } 2>&1 | tee "$OUT/bench.log"
-    tar -C "$OUT" -czf "$OUT/bench.tar.gz" bench && rm -rf "$dir"
+    timeout "$STAGE_SECONDS" "$PYTHON" "$@" 2>&1 | tee "$OUT/$name.log"
+    tar -C "$OUT" -czf "$OUT/$name.tar.gz" "$name" && rm -rf "$dir"
+}
+
+table2() {
+    use_payload
+    experiment table2 experiments/gpu_benchmarks.py --device "$DEVICE" --cases 0.25,1,10,32,128,256,1024 \
+        --peer-cases 1,32 --frames 5 --warmup 2 --out "$OUT/table2"
+}
+
+solvers() {
+    use_payload
+    experiment solvers experiments/gpu_linear_solvers.py --device "$DEVICE" --cases snake:1,snake:32,vine:1,vine:4096
+}
+
+vines() {
+    use_payload
+    experiment vines experiments/vine_runtime.py --device "$DEVICE" --links 15 --sizes 1,256,4096 --bodies 30 \
+        --linear-solvers per_world,block,batched --out "$OUT/vines"
 }
 
 gait() {
     use_payload
     local dir="$OUT/gait"
-    timeout --signal=INT "$STAGE_SECONDS" "$PYTHON" -m softsnake gait --device cuda --snakes "$SNAKES" \
+    timeout --signal=INT "$STAGE_SECONDS" "$PYTHON" -m softsnake gait --device "$DEVICE" --snakes "$SNAKES" \
         --seconds 10 --out "$dir" 2>&1 | tee "$OUT/gait.log"
     tar -C "$OUT" -czf "$OUT/gait.tar.gz" gait && rm -rf "$dir"
 }
@@ -126,7 +140,8 @@ gait() {
 [ $# -gt 0 ] || { sed -n '2,20p' "$0"; exit 2; }
 for stage in "$@"; do
     case "$stage" in
-        stash|install|warm|tests|bench|gait) echo "== $stage ($(date -u +%T))"; "$stage" || exit 1 ;;
-        *) echo "session.sh: unknown stage $stage (stash, install, warm, tests, bench, gait)" >&2; exit 2 ;;
+        stash|install|warm|tests|table2|solvers|vines|gait) echo "== $stage ($(date -u +%T))"; "$stage" || exit 1 ;;
+        *) echo "session.sh: unknown stage $stage (stash, install, warm, tests, table2, solvers, vines, gait)" >&2
+           exit 2 ;;
     esac
 done
