@@ -49,11 +49,13 @@ def auto_linear_solver(model):
         return "per_world"
     return "block" if model.world_count >= model.device.sm_count else "batched"
 
+
 RECORDINGS_KEPT = 2
 """How many recordings (a step's launches on one set of state and control arrays, with their CUDA graphs) a
 Solver keeps: two states stepped in turn (``step(state_0, state_1)``, then the other way round) replay theirs
 instead of recording all of a step's launches again at every step. A recording keeps its arrays alive (its
 launches point at them), so each one more kept could hold one more state a caller has dropped."""
+
 PROFILE_PHASES = ("predict", "assemble", "solve", "update", "finish", "check")
 """The phases of a step that ``Solver(profile=True)`` times."""
 

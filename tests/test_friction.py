@@ -14,7 +14,7 @@ import warp as wp
 import softsnake
 from engine_scenes import run
 from softsnake.meshing import box_tet_mesh
-from softsnake.spatial import quat_from_axis_angle
+from softsnake.spatial import quat_from_axis_angle, quat_to_matrix
 
 G = 9.81
 
@@ -178,17 +178,12 @@ def test_soft_block_stopping_distance(device, warm_start):
     assert abs(xs[-24:-12, 0].mean() - xs[-12:, 0].mean()) < 1e-4
 
 
-def yaw_matrix(angle):
-    c, s = math.cos(angle), math.sin(angle)
-    return np.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]])
-
-
 def slide_stop(device, warm_start, kind, angle):
     """Where a body sliding on flat ground (mu 0.5) along the direction ``angle`` [rad] from +x stops, in its
     own frame: (along the direction, to its left) [m]. The body is turned with the direction, so every angle is
     the same physics turned about z: a particle from 2 m/s, a rigid 10 cm cube from 2 m/s, a soft 10 cm block
     (2x2x2 cells, Y = 1e5 Pa) from 1 m/s (its centre of mass)."""
-    R = yaw_matrix(angle)
+    R = quat_to_matrix(quat_from_axis_angle((0.0, 0.0, 1.0), angle))
     direction = R[:, 0]
     b = softsnake.ModelBuilder()
     b.add_ground(mu=0.5)

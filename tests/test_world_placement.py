@@ -17,7 +17,7 @@ from softsnake.robots.snake.gait import GaitParams, gait_command
 from softsnake.robots.snake.robot import add_snake, chamber_pressures, link_curvature
 from softsnake.robots.snake.simulation import snake_solver
 from softsnake.robots.snake.config import load_snake_config
-from softsnake.spatial import quat_between
+from softsnake.spatial import quat_between, quat_from_axis_angle, quat_to_matrix
 
 DISTANCES = (0.0, 10.0, 100.0, 1000.0)
 """Distances of the worlds from the scene origin [m]."""
@@ -217,7 +217,9 @@ def test_snake_gait_does_not_depend_on_its_heading():
         solver.step(state, state, control, dt)
     particles = state.particle_q.numpy().astype(np.float64).reshape(len(headings), -1, 3)
     bodies = state.body_q.numpy().astype(np.float64).reshape(len(headings), -1, 7)
-    own_frame = np.array([np.concatenate([particles[w], bodies[w, :, :3]]) @ yaw_matrix(heading)
+    # A point p of the world turned by heading is p @ R(heading) in the unturned snake's frame.
+    own_frame = np.array([np.concatenate([particles[w], bodies[w, :, :3]])
+                          @ quat_to_matrix(quat_from_axis_angle((0.0, 0.0, 1.0), heading))
                           for w, heading in enumerate(headings)])
     curvatures = np.array([link_curvature(bodies[w], snake.cap_bodies, snake.link_lengths)
                            for w in range(len(headings))])
@@ -225,10 +227,3 @@ def test_snake_gait_does_not_depend_on_its_heading():
     assert np.abs(curvatures - curvatures[0]).max() < 2e-2
     assert np.abs(curvatures[0]).max() > 1.0  # the gait bent the links
     assert np.linalg.norm(particles[0].mean(axis=0) - start[0].mean(axis=0)) > 1e-4  # and moved the snake
-
-
-def yaw_matrix(angle):
-    """The rotation about +z by ``angle`` [rad]: a point p of a world turned by ``angle`` is p @ yaw_matrix(angle)
-    in the world's own (unturned) frame."""
-    c, s = np.cos(angle), np.sin(angle)
-    return np.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]])
