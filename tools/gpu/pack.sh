@@ -51,7 +51,7 @@ python -m pip install --quiet --no-deps --only-binary=:all: --target "$stage/sit
     $versions
 cp -r "$reference" "$stage/reference"
 
-rm -rf "$out" && mkdir -p "$out"
+mkdir -p "$out" && rm -f "$out"/part-* "$out/manifest"  # only what an earlier pack wrote
 tar -C "$stage" -cf - site reference | xz -9 -T0 | split -b "${part_mib}M" -d - "$out/part-"
 {
     echo "python $python_version"
