@@ -93,7 +93,7 @@ class Stand:
 
     def derivative(self, solver, records, body_q):
         """d(curvature of each world)/d(factor) by the adjoint of the recorded rollout."""
-        _, grads = rollout_gradient(solver, records, H, {"body_q": self.curvature_gradient(body_q)},
+        _, grads = rollout_gradient(solver, records, {"body_q": self.curvature_gradient(body_q)},
                                     {"youngs_modulus": self.model.tet_youngs_modulus})
         # d Y_t / d factor = silicone_t: each world's loss depends on its own tetrahedra only.
         per_tet = grads["youngs_modulus"] * self.silicone

@@ -204,13 +204,3 @@ def write_gif(path, frames, times, *, title="", static=(), fps=FPS_DEFAULT, heig
         pictures[0].save(temporary, format="GIF", save_all=True, append_images=pictures[1:], duration=duration_ms,
                          loop=0, optimize=False)
     return path
-
-
-def write_png_frame(path, parts, time, *, title="", static=(), height=HEIGHT):
-    """Write one picture of an animation (``parts`` at ``time`` [s]) as a PNG file (complete or absent)."""
-    from PIL import Image
-
-    (rgb,) = render_frames([parts], [time], title=title, static=static, height=height)
-    with replaced_when_complete(path) as temporary:
-        Image.fromarray(rgb).save(temporary, format="PNG")
-    return path

@@ -17,11 +17,13 @@ a closed-form adjoint where Warp's own is unstable (the tetrahedron's polar rota
 ``tetrahedron.adj_polar_rotation``). tests/test_row_gradients.py checks every constraint type's
 rows against central differences, tests/test_rollout_gradients.py whole rollouts.
 
+A solver with several substeps per step is recorded and differentiated substep by substep (each
+substep is one implicit step of its own length).
+
 What this does not do yet (issue 14): dG/dy is assembled from one replayed tape backward per colour
 of its sparsity pattern (26 for a vine of any length) and solved by a sparse LU on the host, so a
 step's adjoint costs several forward steps (a Krylov solve preconditioned by the engine's own Schur
-operator, on the device, is the way to large worlds and to the GPU); one substep
-per step; and the gradient is that of the implicit step G = 0, which the engine's converged step
+operator, on the device, is the way to large worlds and to the GPU); and the gradient is that of the implicit step G = 0, which the engine's converged step
 meets exactly only with ``SolverSettings.momentum_balance`` (and a converged budget); the plain
 iteration keeps a momentum lag (``Solver.residual_norms``): exact for particles and for bodies that
 do not turn much within a step, 10-30 % off for a sphere rolling at dt = 1/60 s; and contacts at
@@ -43,6 +45,7 @@ from .errors import ConfigError, SimulationError
 from .kernels import adjoint, integration
 from .layout import entity_columns
 from .residuals import row_kinds
+from .validation import time_step
 
 
 def tape_rows(solver, state, control, h, constraint_types=None):
@@ -76,12 +79,13 @@ CONTROL_ARRAYS = ("pressure", "joint_target", "prismatic_rate")
 
 @dataclasses.dataclass
 class StepRecord:
-    """What the gradient of one step needs (``record_rollout``): NumPy copies, O(state) per step.
+    """What the gradient of one substep needs (``record_rollout``): NumPy copies, O(state) per substep.
 
-    start, end: {"particle_q", "particle_qd", "body_q", "body_qd"} at the step's start and end;
+    start, end: {"particle_q", "particle_qd", "body_q", "body_qd"} at the substep's start and end;
     forces: the external forces of the step; control: the Control's arrays during the step;
     multipliers: the converged multipliers (contacts are detected again from the start and the
-    prediction, as the step did).
+    prediction, as the substep did); h: the substep's length [s]; step: the index of the step it belongs
+    to (a solver with n substeps records n of them per step).
     """
 
     start: dict
@@ -89,6 +93,8 @@ class StepRecord:
     forces: dict
     control: dict
     multipliers: np.ndarray
+    h: float
+    step: int
 
 
 STATE_ARRAYS = ("particle_q", "particle_qd", "body_q", "body_qd")
@@ -99,22 +105,30 @@ def _copies(obj, names):
 
 
 def record_rollout(solver, state, control, dt, steps, before_step=None):
-    """Step ``state`` ``steps`` times by ``dt`` [s] and return the StepRecords a gradient needs.
+    """Step ``state`` ``steps`` times by ``dt`` [s] and return the StepRecords a gradient needs, one per substep.
 
-    before_step(k, control): optional, sets the Control of step k before it runs. The solver must run
-    one substep per step (the vine's setting); the record holds no Newton or linear iteration.
+    before_step(k, control): optional, sets the Control of step k before it runs. A solver with n
+    substeps runs each step as n steps of dt / n with one substep (the same launches in the same order,
+    so the states are those of ``solver.step``; its blow-up check then judges every substep), and
+    returns to its n substeps. The records hold no Newton or linear iteration.
     """
-    if solver.substeps != 1:
-        raise ConfigError(f"rollout gradients need one substep per step, got substeps = {solver.substeps}")
+    substeps = solver.substeps
+    h = time_step(dt, substeps) / substeps
     records = []
-    for k in range(steps):
-        if before_step is not None:
-            before_step(k, control)
-        start = _copies(state, STATE_ARRAYS)
-        forces = _copies(state, ("particle_f", "body_f"))
-        inputs = _copies(control, CONTROL_ARRAYS)
-        solver.step(state, state, control, dt)
-        records.append(StepRecord(start, _copies(state, STATE_ARRAYS), forces, inputs, state.multipliers.numpy().copy()))
+    solver.substeps = 1
+    try:
+        for k in range(steps):
+            if before_step is not None:
+                before_step(k, control)
+            forces = _copies(state, ("particle_f", "body_f"))
+            inputs = _copies(control, CONTROL_ARRAYS)
+            for _ in range(substeps):
+                start = _copies(state, STATE_ARRAYS)
+                solver.step(state, state, control, h)
+                records.append(StepRecord(start, _copies(state, STATE_ARRAYS), forces, inputs,
+                                          state.multipliers.numpy().copy(), h, k))
+    finally:
+        solver.substeps = substeps
     return records
 
 
@@ -123,11 +137,12 @@ def _grad_array(values, dtype, device):
 
 
 class _StepEquations:
-    """One step's equations G(u, lambda; x~, x_n, parameters) = 0 and its outputs, on Warp tapes."""
+    """One substep's equations G(u, lambda; x~, x_n, parameters) = 0 and its outputs, on Warp tapes; ``h``
+    is the substep's length [s], set per record."""
 
-    def __init__(self, solver, state, control, dt):
+    def __init__(self, solver, state, control):
         m = solver.model
-        self.solver, self.model, self.state, self.control, self.h = solver, m, state, control, dt
+        self.solver, self.model, self.state, self.control, self.h = solver, m, state, control, None
         self.dofs = 3 * m.particle_count + 6 * m.body_count
         offsets = m.J_offsets.numpy()
         self.J_rows = wp.array(np.repeat(np.arange(m.row_count), np.diff(offsets[:m.row_count + 1])).astype(np.int32),
@@ -456,10 +471,10 @@ def _accumulate(target, arrays, sign=1.0):
             target[key] = target.get(key, 0.0) + sign * array.grad.numpy().astype(np.float64)
 
 
-def rollout_gradient(solver, records, dt, adjoint_end, parameters=None, adjoint_after_step=None):
+def rollout_gradient(solver, records, adjoint_end, parameters=None, adjoint_after_step=None):
     """Gradient of a loss of the last state of a recorded rollout (``record_rollout``) by the adjoint method.
 
-    Every step is differentiated at its converged point by the implicit function theorem: with
+    Every substep is differentiated at its converged point by the implicit function theorem: with
     y = (u, lambda) and G(y; x~, x_n, p) = 0 (``kernels.adjoint``), the step's adjoint solves
     (dG/dy)^T mu = dL/dy and passes -mu^T dG/d(x~, x_n, p) on; the prediction's adjoint then gives
     the start state's. dG/dy is assembled from one tape backward per colour of its sparsity pattern
@@ -468,7 +483,7 @@ def rollout_gradient(solver, records, dt, adjoint_end, parameters=None, adjoint_
     the memory is one step's arrays on top of the records.
 
     solver: the Solver that ran the rollout (its State's arrays are left as they were)
-    records: the StepRecords; dt: the step [s]
+    records: the StepRecords (one per substep, each with its length ``h``)
     adjoint_end: {"particle_q", "particle_qd", "body_q", "body_qd"}: dL/d(last state), NumPy arrays
         shaped like the State's (body_q: 7 numbers per body, as Warp's transform); missing: zero
     parameters: {name: a Warp array of the model read by the step's kernels (made to require
@@ -486,7 +501,7 @@ def rollout_gradient(solver, records, dt, adjoint_end, parameters=None, adjoint_
                   for name, array in (parameters or {}).items()}
     for array in parameters.values():
         array.requires_grad = True
-    eq = _StepEquations(solver, state, control, dt)
+    eq = _StepEquations(solver, state, control)
     shapes = {name: getattr(state, name).numpy().shape for name in STATE_ARRAYS}
     adj = {name: np.asarray(adjoint_end.get(name, np.zeros(shapes[name])), dtype=np.float64).reshape(shapes[name])
            for name in STATE_ARRAYS}
@@ -497,7 +512,9 @@ def rollout_gradient(solver, records, dt, adjoint_end, parameters=None, adjoint_
     stacked = wp.zeros(max(len(seeds) * pattern.size, 1), dtype=float, device=d)
     for k in range(len(records) - 1, -1, -1):
         record = records[k]
-        extra = adjoint_after_step(k) if adjoint_after_step is not None else None
+        ends_its_step = k == len(records) - 1 or records[k + 1].step != record.step
+        extra = adjoint_after_step(record.step) if adjoint_after_step is not None and ends_its_step else None
+        eq.h = record.h
         for name, values in (extra or {}).items():
             adj[name] = adj[name] + np.asarray(values, dtype=np.float64).reshape(shapes[name])
         eq.set_control(record)

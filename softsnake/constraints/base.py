@@ -163,10 +163,6 @@ class ConstraintType(ItemKind):
         the warm start skips that product)."""
         return []
 
-    def update_commands(self, solver):
-        """Recorded launches between a Newton iteration's linear solve and its position update."""
-        return []
-
     def row_command(self, solver, state, control, h):
         """The recorded launch that evaluates every row of this type (called only when count > 0)."""
         raise NotImplementedError

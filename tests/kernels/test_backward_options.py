@@ -75,7 +75,7 @@ def taped_kernels():
             records = record_rollout(solver, state, control, DT, 1)
             seed = {name: np.ones(getattr(state, name).numpy().shape) for name in ("particle_q", "body_q")}
             try:
-                adjoint, _ = rollout_gradient(solver, records, DT, seed)
+                adjoint, _ = rollout_gradient(solver, records, seed)
                 assert all(np.isfinite(values).all() for values in adjoint.values())
             except RuntimeError as error:  # a kernel without backward code fails in the replayed backward
                 failures.append(f"{type(error).__name__}: {error}")

@@ -118,13 +118,14 @@ def vine_gradients(batch, steps, dt, pose_adjoint, *, pose_adjoint_at=None, grow
     batch.time += steps * dt
     if schedule is None:
         batch.extension += steps * dt * batch._rates(dt)
+    step_ends = {record.step: record for record in records}  # each step's last substep
     end_q = batch.state.body_q.numpy().astype(np.float64)
     adjoint_end = {"body_q": body_q_adjoint(pose_adjoint(batch.poses()), end_q)}
 
     def after_step(k):
         if pose_adjoint_at is None:
             return None
-        body_q = records[k].end["body_q"].astype(np.float64)
+        body_q = step_ends[k].end["body_q"].astype(np.float64)
         adjoint = pose_adjoint_at(k, scene_poses(body_q))
         return None if adjoint is None else {"body_q": body_q_adjoint(adjoint, body_q)}
 
@@ -133,7 +134,7 @@ def vine_gradients(batch, steps, dt, pose_adjoint, *, pose_adjoint_at=None, grow
                   "inv_mass": model.body_inv_mass, "inertia": model.body_inertia,
                   "inv_inertia": model.body_inv_inertia, "moments": model.spring_curve_moment,
                   "angles": model.spring_curve_angle}
-    start, grads = rollout_gradient(solver, records, dt, adjoint_end, parameters,
+    start, grads = rollout_gradient(solver, records, adjoint_end, parameters,
                                     adjoint_after_step=after_step if pose_adjoint_at is not None else None)
     inv_mass = model.body_inv_mass.numpy().astype(np.float64)
     inertia = model.body_inertia.numpy().astype(np.float64)
