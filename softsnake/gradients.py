@@ -41,7 +41,7 @@ import scipy.sparse.linalg
 import warp as wp
 
 from .constraints import CONTACT_SLOT
-from .errors import ConfigError, SimulationError
+from .errors import SimulationError
 from .kernels import adjoint, integration
 from .layout import entity_columns
 from .residuals import row_kinds
