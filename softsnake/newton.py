@@ -14,6 +14,9 @@ One Newton iteration (``softsnake.kernels.rows`` derives its system):
 4. update: lambda += dlambda and x += M^-1 J^T dlambda where the world accepted, back by half its
    last step (multipliers and positions) where it retreats.
 
+The velocities v = (x - x_n) / h follow, less what a contact moved a particle out of a penetration
+the substep began with (``finish_commands``).
+
 After the last iteration one more assembly judges the last step the same way (``final_check``), so
 that no substep ends on a step that raised its world's residual.
 """
@@ -179,7 +182,10 @@ def update_commands(solver, state, take_step=True):
 
 
 def finish_commands(solver, state, h):
-    """v = v~ + (x - x~) / h for particles and bodies (rotation: the rotation vector from q~ to q)."""
+    """v = v~ + (x - x~) / h for particles and bodies (rotation: the rotation vector from q~ to q), then
+    the particles' velocities corrected by M^-1 J^T dlambda of the constraint types' velocity corrections
+    (``ConstraintType.velocity_correction_commands``: what a contact moved a particle out of a penetration
+    the substep began with, taken back)."""
     m, s = solver.model, solver
     commands = []
     if m.particle_count:
@@ -188,6 +194,12 @@ def finish_commands(solver, state, h):
     if m.body_count:
         commands.append(s.record(integration.finish_body_velocities, m.body_count,
                                  [state.body_q, s.body_q_pred, 1.0 / h, state.body_qd]))
+    corrections = [command for ctype in s.constraint_types
+                   for command in ctype.velocity_correction_commands(s, state, h)]
+    if corrections:
+        commands += [s.dlam.zero_, *corrections, inverse_mass_transpose_command(s, s.dlam, s.u_lambda),
+                     s.record(integration.add_particle_velocities, m.particle_count, [s.u_lambda],
+                              outputs=[state.particle_qd])]
     return commands
 
 

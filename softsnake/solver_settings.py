@@ -25,9 +25,10 @@ class SolverSettings:
 
     Attributes:
         substeps: substeps per ``Solver.step`` (the paper: 2).
-        newton_iterations: Newton iterations per substep, at most (the paper: 4). Short budgets are not
-            safe everywhere: a stiff column standing on the ground at 1/30 s rocks on at 1 and 2
-            iterations, at 1 also with friction off (experiments/results/convergence.md, "Energy audit").
+        newton_iterations: Newton iterations per substep, at most (the paper: 4). One is not safe
+            everywhere: a stiff column standing on the ground at 1/30 s rocks on, also with friction off;
+            from 2 on every passive body of the energy audit settles (experiments/results/convergence.md,
+            "Energy audit" and "The 2-iteration column repaired").
         newton_tolerance: a world stops iterating (holds its point for the rest of the substep) once the
             root of its merit has fallen by this factor from the substep's start [-]: converged worlds
             do no more work. 0 runs every iteration.

@@ -163,6 +163,13 @@ class ConstraintType(ItemKind):
         the warm start skips that product)."""
         return []
 
+    def velocity_correction_commands(self, solver, state, h):
+        """Recorded launches after a substep's velocities are set that write into ``solver.dlam`` (zeroed
+        before) the multipliers of a velocity change the substep's positions must not carry: the solver
+        adds M^-1 J^T of them to the particles' velocities (``newton.finish_commands``). Contacts take
+        back the velocity of a penetration a particle started its substep with; most types have none."""
+        return []
+
     def row_command(self, solver, state, control, h):
         """The recorded launch that evaluates every row of this type (called only when count > 0)."""
         raise NotImplementedError

@@ -308,6 +308,13 @@ def finish_particle_velocities(
     particle_qd[i] = particle_qd[i] + (particle_q[i] - particle_q_pred[i]) * inv_h
 
 
+@wp.kernel(enable_backward=False)  # never on a wp.Tape: a correction the converged step does not make
+def add_particle_velocities(u: wp.array(dtype=float), particle_qd: wp.array(dtype=wp.vec3)):
+    """v += u for every particle, u over the solver's degrees of freedom (particles' first)."""
+    i = nonnegative(wp.tid())
+    particle_qd[i] = particle_qd[i] + wp.vec3(u[3 * i], u[3 * i + 1], u[3 * i + 2])
+
+
 @wp.kernel(enable_backward=False)  # never on a wp.Tape: the gradients use adjoint.velocities_from_offsets
 def finish_body_velocities(
     body_q: wp.array(dtype=wp.transform),
