@@ -28,7 +28,9 @@ meets exactly only with ``SolverSettings.momentum_balance`` (and a converged bud
 iteration keeps a momentum lag (``Solver.residual_norms``): exact for particles and for bodies that
 do not turn much within a step, 10-30 % off for a sphere rolling at dt = 1/60 s; and contacts at
 zero load with friction sit on a kink of the friction cone (a box sliding on a face with friction:
-about 10 % off). Each entry of a row's Jacobian is written once per kernel: Warp's adjoint replays
+about 10 % off); and a large world whose dG/dy is singular (sticking friction rows that depend on one
+another: the snake's wheels, 7118 unknowns per coarse snake) is refused, since the least-squares fallback is
+dense (``DENSE_SOLVE_LIMIT``). Each entry of a row's Jacobian is written once per kernel: Warp's adjoint replays
 a kernel's stores, so an entry written twice (a value, then zero) would hold the first after a
 backward pass, and the next backward would see it.
 """
