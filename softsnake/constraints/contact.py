@@ -490,6 +490,9 @@ class ContactSlot(ConstraintType):
         solver.contact_active = solver.zeros(n, int)
         for name in ("contact_anchor", "contact_normal", "contact_surface", "contact_start"):
             setattr(solver, name, solver.zeros(n, wp.vec3))
+        m = solver.model
+        solver.contact_particle_slots = bool(n and (m.contact_slot_entity.numpy() < m.particle_count).any())
+        """Whether any contact slot is a particle's (a snake's and a vine's are all bodies')."""
 
     def predict_commands(self, solver, state, h):
         m = solver.model
@@ -512,8 +515,8 @@ class ContactSlot(ConstraintType):
 
     def velocity_correction_commands(self, solver, state, h):
         m = solver.model
-        if m.particle_count == 0:
-            return []
+        if not solver.contact_particle_slots:
+            return []  # only particles' velocities are corrected (depenetration_multipliers)
         return [solver.record(depenetration_multipliers, m.contact_slot_count, [
             state.particle_q, m.particle_inv_mass, m.particle_count, m.contact_slot_entity, m.contact_slot_radius,
             m.contact_slot_row, solver.contact_active, solver.contact_normal, solver.contact_surface,
