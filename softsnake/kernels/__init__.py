@@ -3,7 +3,8 @@
 The kernels that evaluate each constraint type's rows live with their type in
 ``softsnake.constraints``; these are the stages every type shares, in the order a substep runs them:
 
-- ``integration``: prediction x~ = x + h v + h^2 M^-1 f, position updates, velocities from positions.
+- ``integration``: prediction x~ = x + h v + h^2 M^-1 f, position updates, velocities from positions
+  (and their corrections: ``add_particle_velocities``).
 - ``rows``: the type-independent part of every row (right-hand side, damping, Jacobi diagonal) and
   the solver's copies of J and J^T.
 - ``operator``: the system operator J M^-1 J^T + E, matrix-free (also moves the bodies by M^-1 J^T).
