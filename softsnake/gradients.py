@@ -23,14 +23,19 @@ substep is one implicit step of its own length).
 What this does not do yet (issue 14): dG/dy is assembled from one replayed tape backward per colour
 of its sparsity pattern (26 for a vine of any length) and solved by a sparse LU on the host, so a
 step's adjoint costs several forward steps (a Krylov solve preconditioned by the engine's own Schur
-operator, on the device, is the way to large worlds and to the GPU); and the gradient is that of the implicit step G = 0, which the engine's converged step
-meets exactly only with ``SolverSettings.momentum_balance`` (and a converged budget); the plain
-iteration keeps a momentum lag (``Solver.residual_norms``): exact for particles and for bodies that
-do not turn much within a step, 10-30 % off for a sphere rolling at dt = 1/60 s; and contacts at
-zero load with friction sit on a kink of the friction cone (a box sliding on a face with friction:
-about 10 % off); and a large world whose dG/dy is singular (sticking friction rows that depend on one
-another: the snake's wheels, 7118 unknowns per coarse snake) is refused, since the least-squares fallback is
-dense (``DENSE_SOLVE_LIMIT``). Each entry of a row's Jacobian is written once per kernel: Warp's adjoint replays
+operator, on the device, is the way to large worlds and to the GPU). The gradient is that of the
+implicit step G = 0, which the engine's converged step meets exactly only with
+``SolverSettings.momentum_balance`` (and a converged budget); the plain iteration keeps a momentum lag
+(``Solver.residual_norms``): exact for particles and for bodies that do not turn much within a step,
+10-30 % off for a sphere rolling at dt = 1/60 s. Contacts at zero load with friction sit on a kink of
+the friction cone (a box sliding on a face with friction: about 10 % off). A large world whose dG/dy
+is singular (sticking friction rows that depend on one another: the snake's wheels, 7118 unknowns per
+coarse snake) is refused: the least-squares fallback is dense (``DENSE_SOLVE_LIMIT``). A particle that
+a substep pushes out of a penetration it began with (its velocity keeps none of the push:
+``contact.depenetration_multipliers``) is differentiated as if it kept it; a converged rollout that
+starts outside every obstacle has no such substep.
+
+Each entry of a row's Jacobian is written once per kernel: Warp's adjoint replays
 a kernel's stores, so an entry written twice (a value, then zero) would hold the first after a
 backward pass, and the next backward would see it.
 """
