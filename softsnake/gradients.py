@@ -29,8 +29,8 @@ implicit step G = 0, which the engine's converged step meets exactly only with
 (``Solver.residual_norms``): exact for particles and for bodies that do not turn much within a step,
 10-30 % off for a sphere rolling at dt = 1/60 s. Contacts at zero load with friction sit on a kink of
 the friction cone (a box sliding on a face with friction: about 10 % off). A large world whose dG/dy
-is singular (sticking friction rows that depend on one another: the snake's wheels, 7118 unknowns per
-coarse snake) is refused: the least-squares fallback is dense (``DENSE_SOLVE_LIMIT``). A particle that
+is singular is refused: the least-squares fallback is dense (``DENSE_SOLVE_LIMIT``); the snake's gait is
+one (7118 unknowns per coarse snake, singular with its wheels' friction, solved on frictionless ground). A particle that
 a substep pushes out of a penetration it began with (its velocity keeps none of the push:
 ``contact.depenetration_multipliers``) is differentiated as if it kept it; a converged rollout that
 starts outside every obstacle has no such substep.
