@@ -14,11 +14,10 @@ One Newton iteration (``softsnake.kernels.rows`` derives its system):
 4. update: lambda += dlambda and x += M^-1 J^T dlambda where the world accepted, back by half its
    last step (multipliers and positions) where it retreats.
 
-The velocities v = (x - x_n) / h follow, less what a contact moved a particle out of a penetration
-the substep began with (``finish_commands``).
-
 After the last iteration one more assembly judges the last step the same way (``final_check``), so
-that no substep ends on a step that raised its world's residual.
+that no substep ends on a step that raised its world's residual. The velocities v = (x - x_n) / h
+follow, less what a contact moved a particle out of a penetration the substep began with
+(``finish_commands``).
 """
 
 import functools
