@@ -87,15 +87,15 @@ the engine's converged default (experiments/results/convergence.md)."""
 SNAKE_BUDGET = {"newton_iterations": 8, "linear_iterations": 40}
 """The snake's solver budget: the cheapest of the convergence study within 5 % of the converged travel in every
 run of it, at about half the engine default's cost. Over 10 s of the gait it lies +1.7 % (coarse mesh) and
--0.4 % (paper mesh) from the converged travel (``momentum_balance`` at 16 x 160 and, paper mesh, 16 x 320, with
-either start: 836.2 and 958 +- 2.5 mm); the paper's 4 x 20 travels 25 % short on the paper mesh. experiments/results/
+-0.6 % (paper mesh) from the converged travel (``momentum_balance`` at 16 x 160 and, paper mesh, 16 x 320, with
+either start: 836.2 and 960.0 +- 0.3 mm); the paper's 4 x 20 travels 25 % short on the paper mesh. experiments/results/
 gait_sensitivity.md and convergence.md. Everything else is the engine's policy (``SolverSettings``)."""
 
 SNAKE_START = {"elastic_warm_start": False}
 """The gait's start: the engine's plain warm start (contacts carried, the soft rows from zero every substep),
 not its default elastic warm start, which also carries the soft rows' multipliers. A link under the gait never
 rests, where the elastic start matters most (the stand runs it). At 8 x 40 neither start is the closer to the
-converged 10 s travel on both meshes (plain +1.7 % coarse, -0.4 % paper; elastic -0.8 %, -1.85 %), so the
+converged 10 s travel on both meshes (plain +1.7 % coarse, -0.6 % paper; elastic -0.8 %, -2.1 %), so the
 gait keeps the plain start and its outputs; its own scatter is larger (a micrometre moves its travel by
 0.5-0.6 %, the elastic start's by 0.06-0.15 %): experiments/results/gait_sensitivity.md."""
 
