@@ -93,6 +93,13 @@ def entity_point(
 
 
 @wp.func
+def particle_depth(p: wp.vec3, radius: float, n: wp.vec3, surface: wp.vec3):
+    """How deep a particle of this radius at p lies inside the obstacle whose surface point and outward
+    normal its contact slot holds [m] (negative: the gap above it)."""
+    return radius - wp.dot(n, p - surface)
+
+
+@wp.func
 def tangent_basis(n: wp.vec3):
     t = wp.vec3(1.0, 0.0, 0.0)
     if wp.abs(n[0]) > 0.9:
@@ -375,7 +382,7 @@ def fit_carried_contact_multipliers(
             friction_count = 1
         p = particle_q[e]
         n = contact_normal[s]
-        depth = contact_slot_radius[s] - wp.dot(n, p - contact_surface[s])
+        depth = particle_depth(p, contact_slot_radius[s], n, contact_surface[s])
         lift = row_dot(J_values, J_columns, nonnegative(J_offsets[row]), J_offsets[row + 1], u)
         scale_n = float(0.0)
         if lift > 0.0 and depth > 0.0:
@@ -439,7 +446,7 @@ def depenetration_multipliers(
             n = contact_normal[s]
             start = contact_start[s]
             row = nonnegative(contact_slot_row[s])
-            depth = contact_slot_radius[s] - wp.dot(n, start - contact_surface[s])
+            depth = particle_depth(start, contact_slot_radius[s], n, contact_surface[s])
             taken = wp.min(wp.min(depth, w * lam[row]), wp.dot(n, particle_q[e] - start))
             if taken > 0.0:
                 dlam[row] = -taken * inv_h / w
