@@ -28,7 +28,13 @@ class SolverSettings:
         newton_iterations: Newton iterations per substep, at most (the paper: 4). One is not safe
             everywhere: a stiff column standing on the ground at 1/30 s rocks on, also with friction off;
             from 2 on every passive body of the energy audit settles (experiments/results/convergence.md,
-            "Energy audit" and "The 2-iteration column repaired").
+            "Energy audit" and "The 2-iteration column repaired"). The default is 16 (8 until the
+            fourteenth session): a world stops at ``newton_tolerance``, so converged worlds pay nothing
+            for it, and 8 left a wheeled module (the snake's, 0.19 kg on two 10 g wheels, mu 1) pushed
+            sideways at 1.5 or 2 times its grip tipping over (its roll converges linearly while the
+            wheels slide: 0.1 rad/s off after 8 iterations, 0.005 after 12, a step's error the next
+            steps grew to a jump at 0.9-1.2 m/s); at 16 it slides upright at 1.5 to 3 times its grip
+            (convergence.md, "Light wheels").
         newton_tolerance: a world stops iterating (holds its point for the rest of the substep) once the
             root of its merit has fallen by this factor from the substep's start [-]: converged worlds
             do no more work. 0 runs every iteration.
@@ -163,7 +169,7 @@ class SolverSettings:
     """
 
     substeps: int = 2
-    newton_iterations: int = 8
+    newton_iterations: int = 16
     newton_tolerance: float = 1.0e-5
     linear_iterations: int = 100
     linear_tolerance: float = 1.0e-3

@@ -148,14 +148,16 @@ def test_wheels_roll_forward(coarse):
 
 
 @pytest.mark.parametrize("start", [{}, {"warm_start": False, "newton_iterations": 16}], ids=["warm", "cold"])
-@pytest.mark.parametrize("fraction", [0.6, 2.0])
+@pytest.mark.parametrize("fraction", [0.6, 1.5, 2.0])
 def test_wheels_grip_sideways(coarse, fraction, start):
     """Pushed sideways with a fraction of mu (M + 2 m_w) g, the wheels stick (fraction < 1: the module
     creeps sideways below 0.05 mm/s between 0.5 s and 2 s) or slide with a = (F - mu (M + 2 m_w) g) /
     (M + 2 m_w) (within 5 % after 0.5 s).
 
-    Cold started, the sticking wheels need 16 Newton iterations per substep to converge: at the
-    default 8 the module creeps at 0.095 mm/s (warm: 0.017 mm/s at 8, measured)."""
+    Cold started, the sticking wheels need 16 Newton iterations per substep to converge: at
+    8 (the default until the fourteenth session) the module creeps at 0.095 mm/s (warm: 0.017 mm/s at 8,
+    measured). The default's 8 iterations also tipped the module over at 1.5 or 2 times its grip
+    (experiments/results/convergence.md, "Light wheels"); the default is 16 since."""
     mass = coarse.cap.mass + 2.0 * coarse.wheel.mass
     limit = coarse.friction * mass * 9.81
     dt = 1.0 / 120.0
