@@ -1,12 +1,16 @@
 """Animations a person can open without a USD viewer: an animated GIF of triangle meshes seen from
-above and in perspective, side by side (matplotlib draws the frames, Pillow writes the GIF).
+above, in perspective and, optionally, close up, side by side (matplotlib draws the frames, Pillow
+writes the GIF).
 
 A robot's animation is a list of ``Part`` lists, one list per frame: every part a triangle mesh in
-world coordinates [m] with a colour. ``static`` parts (obstacles) are drawn in every frame. The
-views keep one camera for the whole animation, framing everything any frame shows.
+world coordinates [m] with a colour. ``static`` parts (obstacles) are drawn in every frame. These
+two views keep one camera for the whole animation, framing everything any frame shows. A
+``CloseUp`` adds a third panel, in perspective from the same direction, whose camera follows one
+point (a robot's centre of mass) from frame to frame and frames only a box around it, so that a
+robot small against the whole scene shows its shape.
 
     frames = [[Part(points, faces, (0.9, 0.6, 0.2)), ...], ...]
-    write_gif("run.gif", frames, times, title="3 snakes")
+    write_gif("run.gif", frames, times, title="3 snakes", close_up=CloseUp(centres, 0.75, "snake 1"))
 
 GIF needs no encoder beyond Pillow (a matplotlib dependency) and opens in any web browser or
 image viewer.
@@ -37,6 +41,20 @@ DPI = 90
 HEIGHT = 4.5
 """Height of the pictures [inch]."""
 
+ELEVATION = 28.0
+"""Elevation of the perspective cameras above the ground plane [deg]."""
+
+AZIMUTH = -115.0
+"""Direction from which the perspective cameras look, from the +x axis [deg]: from the right-hand
+side of a robot heading along +x, a little behind it."""
+
+ZOOM = 1.25
+"""How much of the perspective panel its box fills [-]."""
+
+CLOSE_UP_ZOOM = 1.8
+"""How much of the close-up panel its box fills [-]: more than ``ZOOM``, for the robot's details;
+the box's far corners may leave the panel, the robot in its middle does not."""
+
 LIGHT = np.array([0.3, -0.4, 0.87]) / np.linalg.norm([0.3, -0.4, 0.87])
 """Direction toward the light for shading the faces [-]."""
 
@@ -49,6 +67,17 @@ class Part:
     points: np.ndarray
     faces: np.ndarray
     color: tuple
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class CloseUp:
+    """The third panel's camera: from the perspective panel's direction, it looks at ``centers``
+    (frames, 3) [m], one point per frame, and frames a box ``span`` wide and deep [m] around it;
+    ``title`` names what it follows."""
+
+    centers: np.ndarray
+    span: float
+    title: str = "close-up"
 
 
 def frame_stride(frame_count, dt, fps=FPS_DEFAULT, frames_max=FRAMES_MAX):
@@ -115,29 +144,73 @@ def _triangles(parts):
     return triangles, np.clip(colors * shade[:, None], 0.0, 1.0)
 
 
-def _bounds(frames, static):
+def _extent(frames, static):
+    """(lowest, highest) coordinates (3,) [m] of all points of all frames and the static parts."""
     points = [np.asarray(part.points).reshape(-1, 3) for frame in frames for part in frame]
     points += [np.asarray(part.points).reshape(-1, 3) for part in static]
     points = np.concatenate(points)
-    low, high = points.min(axis=0), points.max(axis=0)
+    return points.min(axis=0), points.max(axis=0)
+
+
+def _with_margin(extent):
+    """``extent`` widened on every side by a twentieth of its larger horizontal size [m]."""
+    low, high = extent
     margin = 0.05 * max(float(np.max(high[:2] - low[:2])), 1e-3)
     return low - margin, high + margin
 
 
-class _Views:
-    """The two panels of an animation: a top view (x, y) and a perspective view, ``height`` inches
-    tall; the top view's width follows the scene's shape."""
+def _frame_box(axes, low, high, zoom):
+    """Frame the 3D ``axes`` on the box from ``low`` to ``high`` (3,) [m], ``zoom`` as in
+    ``ZOOM``: metres equal on every axis, but the height at least a twentieth of the width."""
+    span = high - low
+    top_z = low[2] + max(span[2], 0.05 * max(span[0], span[1]))
+    axes.set_xlim(low[0], high[0])
+    axes.set_ylim(low[1], high[1])
+    axes.set_zlim(low[2], top_z)
+    axes.set_box_aspect((span[0], span[1], top_z - low[2]), zoom=zoom)
 
-    def __init__(self, bounds, title, height):
-        low, high = bounds
+
+def _style_perspective(axes, title):
+    """Camera, ticks and labels of a perspective panel (the height's scale is left out: the scenes
+    are flat, a few centimetres of z would only crowd the picture)."""
+    axes.view_init(elev=ELEVATION, azim=AZIMUTH)
+    axes.set_zticks([])
+    for axis in (axes.xaxis, axes.yaxis):
+        axis.set_major_locator(MaxNLocator(4))
+    axes.set_xlabel("x [m]")
+    axes.set_ylabel("y [m]")
+    axes.set_title(title)
+
+
+def _inside(triangles, colors, center, span):
+    """The triangles (k, 3, 3) [m] and colours (k, 3) whose centres lie within ``span`` / 2 of
+    ``center`` in x and y [m]."""
+    keep = np.all(np.abs(triangles[:, :, :2].mean(axis=1) - center[:2]) <= 0.5 * span, axis=1)
+    return triangles[keep], colors[keep]
+
+
+class _Views:
+    """The panels of an animation, ``height`` inches tall: a top view (x, y), whose width follows
+    the scene's shape, a perspective view and, given a ``CloseUp``, a perspective close-up."""
+
+    def __init__(self, extent, title, height, close_up=None):
+        low, high = _with_margin(extent)
         span = high - low
         top_width = float(np.clip(0.9 * height * span[0] / max(span[1], 1e-9), 0.45 * height, 1.8 * height))
-        perspective_width = 1.35 * height
-        self.figure = Figure(figsize=(top_width + perspective_width, height), dpi=DPI, layout="constrained")
+        widths = (top_width, 1.35 * height) + ((1.35 * height,) if close_up is not None else ())
+        self.figure = Figure(figsize=(sum(widths), height), dpi=DPI, layout="constrained")
         self.figure.get_layout_engine().set(h_pad=0.12, w_pad=0.08)
-        grid = self.figure.add_gridspec(1, 2, width_ratios=(top_width, perspective_width))
+        grid = self.figure.add_gridspec(1, len(widths), width_ratios=widths)
         self.top = self.figure.add_subplot(grid[0, 0])
         self.perspective = self.figure.add_subplot(grid[0, 1], projection="3d")
+        self.close_up = None
+        if close_up is not None:
+            self.close_up = self.figure.add_subplot(grid[0, 2], projection="3d")
+            _style_perspective(self.close_up, close_up.title)
+            self.close_up_span = float(close_up.span)
+            # The close-up's floor is the lowest point drawn, not the margin below it: at its low
+            # camera, the robot stands on it rather than floating above it.
+            self.close_up_z = extent[0][2], extent[1][2]
         self.title = title
         self.canvas = FigureCanvasAgg(self.figure)
         self.top.set_xlim(low[0], high[0])
@@ -146,23 +219,30 @@ class _Views:
         self.top.set_xlabel("x [m]")
         self.top.set_ylabel("y [m]")
         self.top.set_title("from above")
-        self.perspective.set_xlim(low[0], high[0])
-        self.perspective.set_ylim(low[1], high[1])
-        # Metres equal on every axis, but the height at least a twentieth of the width.
-        top_z = low[2] + max(span[2], 0.05 * max(span[0], span[1]))
-        self.perspective.set_zlim(low[2], top_z)
-        self.perspective.set_box_aspect((span[0], span[1], top_z - low[2]), zoom=1.25)
-        self.perspective.view_init(elev=28.0, azim=-115.0)
-        self.perspective.set_zticks([])
-        for axis in (self.perspective.xaxis, self.perspective.yaxis):
-            axis.set_major_locator(MaxNLocator(4))
-        self.perspective.set_xlabel("x [m]")
-        self.perspective.set_ylabel("y [m]")
-        self.perspective.set_title("perspective")
+        _frame_box(self.perspective, low, high, ZOOM)
+        _style_perspective(self.perspective, "perspective")
         self._artists = []
         self._laid_out = False
 
-    def draw(self, parts, time):
+    def _follow(self, triangles, colors, center):
+        """Move the close-up's box to ``center`` (3,) [m]; returns its collection of the triangles
+        inside the box (the others would be drawn outside the panel)."""
+        center = np.asarray(center, dtype=np.float64)
+        half = 0.5 * self.close_up_span
+        low = np.array([center[0] - half, center[1] - half, self.close_up_z[0]])
+        high = np.array([center[0] + half, center[1] + half, self.close_up_z[1]])
+        _frame_box(self.close_up, low, high, CLOSE_UP_ZOOM)
+        near, near_colors = _inside(triangles, colors, center, self.close_up_span)
+        collection = Poly3DCollection(near, facecolors=near_colors, edgecolors="none")
+        # Not clipped to the axes' rectangle, which the zoomed box overhangs: the triangles are
+        # already only those in the box.
+        collection.set_clip_on(False)
+        self.close_up.add_collection3d(collection)
+        return collection
+
+    def draw(self, parts, time, center=None):
+        """The picture (RGB array) of ``parts`` at ``time`` [s], the close-up looking at ``center``
+        (3,) [m]."""
         for artist in self._artists:
             artist.remove()
         triangles, colors = _triangles(parts)
@@ -174,6 +254,8 @@ class _Views:
         self.perspective.add_collection3d(solid)
         self.figure.suptitle(f"{self.title}   t = {time:5.2f} s")
         self._artists = [flat, solid]
+        if self.close_up is not None:
+            self._artists.append(self._follow(triangles, colors, center))
         self.canvas.draw()
         if not self._laid_out:
             # Lay the panels out once, for the first picture; every later one keeps that layout.
@@ -182,23 +264,28 @@ class _Views:
         return np.asarray(self.canvas.buffer_rgba())[..., :3].copy()
 
 
-def render_frames(frames, times, *, title="", static=(), height=HEIGHT):
+def render_frames(frames, times, *, title="", static=(), height=HEIGHT, close_up=None):
     """The pictures (RGB arrays) of an animation: ``frames`` a list of ``Part`` lists, ``times`` the
-    simulated time of each [s], ``static`` parts drawn in every frame."""
+    simulated time of each [s], ``static`` parts drawn in every frame, ``close_up`` (a ``CloseUp``
+    with one centre per frame, or None) the third panel's camera."""
     if len(frames) != len(times) or not frames:
         raise ValueError("an animation needs one time per frame and at least one frame")
+    if close_up is not None and len(close_up.centers) != len(frames):
+        raise ValueError("a close-up needs one centre per frame")
     static = list(static)
+    centers = close_up.centers if close_up is not None else [None] * len(frames)
     with matplotlib.rc_context(STYLE):
-        views = _Views(_bounds(frames, static), title, height)
-        return [views.draw(static + list(parts), time) for parts, time in zip(frames, times)]
+        views = _Views(_extent(frames, static), title, height, close_up)
+        return [views.draw(static + list(parts), time, center) for parts, time, center in zip(frames, times, centers)]
 
 
-def write_gif(path, frames, times, *, title="", static=(), fps=FPS_DEFAULT, height=HEIGHT):
+def write_gif(path, frames, times, *, title="", static=(), fps=FPS_DEFAULT, height=HEIGHT, close_up=None):
     """Write an animated GIF of ``frames`` (see ``render_frames``) at ``path`` (complete or absent),
     ``fps`` pictures per second; returns the path."""
     from PIL import Image
 
-    pictures = [Image.fromarray(rgb) for rgb in render_frames(frames, times, title=title, static=static, height=height)]
+    pictures = [Image.fromarray(rgb) for rgb in render_frames(frames, times, title=title, static=static, height=height,
+                                                              close_up=close_up)]
     duration_ms = max(20, int(round(1000.0 / fps)))
     with replaced_when_complete(path) as temporary:
         pictures[0].save(temporary, format="GIF", save_all=True, append_images=pictures[1:], duration=duration_ms,

@@ -8,7 +8,8 @@ snake; ``--sweep NAME=LOW:HIGH`` spreads the snakes' values of one option evenly
 Files in DIR: ``gait.usdc`` (or ``.usda``; the scene, for a USD viewer), ``trajectories.csv``
 (per frame and snake: centre of mass, heading, and per link curvature and commanded and actual
 chamber pressures; see ``softsnake.robots.snake.trajectories``), ``trajectories.png`` (top view of
-every snake's centre-of-mass path) and ``gait.gif`` (the snakes from above and in perspective). The
+every snake's centre-of-mass path) and ``gait.gif`` (the snakes from above and in perspective, and
+a close-up that follows the middle pictured snake: its links' bending, modules and wheels). The
 USD scene and the GIF show the first ``--pictured-snakes`` snakes (default 16): pictures of a thousand
 snakes take gigabytes and most of a GPU run's time (experiments/results/gpu.md, section 4).
 A run that is interrupted (Ctrl-C) or in which a snake blows up keeps what it computed as
@@ -92,7 +93,8 @@ def add_arguments(parser):
     parser.add_argument("--usd-format", default="usdc", choices=("usdc", "usda"),
                         help="USD file format (default: %(default)s)")
     parser.add_argument("--video", action=argparse.BooleanOptionalAction, default=True,
-                        help="write DIR/gait.gif, the snakes from above and in perspective (default: on)")
+                        help="write DIR/gait.gif, the snakes from above and in perspective and a close-up that "
+                             "follows the middle pictured snake (default: on)")
     parser.add_argument("--pictured-snakes", type=int, default=PICTURED_SNAKES_DEFAULT,
                         help="the first N snakes go into the USD scene and the GIF; all into the CSV and the "
                              "summary (0: all; default: %(default)s)")

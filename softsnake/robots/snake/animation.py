@@ -1,14 +1,19 @@
 """The animation of a gait run (``softsnake gait``'s GIF): every snake's links, modules and wheels,
-seen from above and in perspective. Each snake's links have the colour of its path in
-``trajectories.png`` (matplotlib's C0, C1, ...)."""
+seen from above and in perspective, and a close-up that follows the middle pictured snake so that
+its links' bending, its modules and its wheels show (in the whole scene a snake is a thin stick).
+Each snake's links have the colour of its path in ``trajectories.png`` (matplotlib's C0, C1, ...)."""
 
 import numpy as np
 from matplotlib.colors import to_rgb
 
-from softsnake.animation import Part, box_mesh, cylinder_mesh, frame_stride, posed, write_gif
+from softsnake.animation import CloseUp, Part, box_mesh, cylinder_mesh, frame_stride, posed, write_gif
+
+from .robot import snake_length
 
 MODULE_COLOR = (0.25, 0.25, 0.3)
 WHEEL_COLOR = (0.08, 0.08, 0.08)
+CLOSE_UP_LENGTHS = 1.15
+"""Width of the close-up's box in snake lengths [-]: the whole snake with a little room around it."""
 
 
 def snake_color(snake):
@@ -42,7 +47,14 @@ class SnakeAnimation:
         cap, wheel = simulation.config.cap, simulation.config.wheel
         self._module_mesh = box_mesh((0.5 * cap.length, 0.5 * cap.width, 0.5 * cap.height))
         self._wheel_mesh = cylinder_mesh(wheel.radius, 0.5 * wheel.width)
+        self.followed = (self.snake_count - 1) // 2
+        """The snake the close-up follows: the middle one pictured (snake 0 of one or two)."""
+        self._close_up_span = CLOSE_UP_LENGTHS * snake_length(simulation.config)
+        # The followed snake's particle and body masses [kg], weighed as the trajectories' centre of mass.
+        self._followed_mass = (simulation._particle_mass[self.followed], simulation._body_mass[self.followed])
         self.times, self._points, self._bodies = [], [], []
+        self.centers = []
+        """Centre of mass of the followed snake in every picture (3,) [m], the close-up's camera target."""
 
     @classmethod
     def for_run(cls, simulation, snakes=None):
@@ -56,6 +68,14 @@ class SnakeAnimation:
         n = self.snake_count
         self._points.append(np.array(particles[:n, self._link_particles], dtype=np.float32))
         self._bodies.append(np.array(body_q[:n, np.concatenate([self._modules, self._wheels])], dtype=np.float32))
+        self.centers.append(self._center_of_mass(particles[self.followed], body_q[self.followed]))
+
+    def _center_of_mass(self, particles, body_q):
+        """Centre of mass (3,) [m] of the followed snake from all its ``particles`` (particles, 3) and
+        body poses ``body_q`` (bodies, 7)."""
+        particle_mass, body_mass = self._followed_mass
+        moment = particle_mass @ np.asarray(particles) + body_mass @ np.asarray(body_q)[:, :3]
+        return moment / (particle_mass.sum() + body_mass.sum())
 
     @property
     def frame_count(self):
@@ -76,4 +96,5 @@ class SnakeAnimation:
         """Write the recorded pictures as an animated GIF (complete or absent); returns the path."""
         frames = [self.parts(k) for k in range(self.frame_count)]
         fps = 1.0 / (self.stride * self.dt)
-        return write_gif(path, frames, self.times, title=title, fps=fps)
+        close_up = CloseUp(np.array(self.centers), self._close_up_span, f"snake {self.followed}, close-up")
+        return write_gif(path, frames, self.times, title=title, fps=fps, close_up=close_up)

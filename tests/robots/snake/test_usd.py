@@ -2,6 +2,7 @@
 
 import numpy as np
 import pytest
+from PIL import Image
 from pxr import Usd, UsdGeom
 
 from softsnake.robots.snake.config import load_snake_config
@@ -83,6 +84,11 @@ def test_usd_scene_and_animation_picture_the_first_snakes(coarse, tmp_path):
     assert animation.snake_count == 2 and animation.frame_count == 3
     assert len(animation.parts(0)) == 2 * (1 + 3 * coarse.module_count)  # links, modules, two wheels each
     assert trajectories.com.shape == (3, 3, 3)
+    # The close-up follows the middle pictured snake (snake 0 of two) at its centre of mass.
+    assert animation.followed == 0
+    np.testing.assert_allclose(animation.centers, trajectories.com[:, 0], atol=1e-6)
+    with Image.open(animation.write(tmp_path / "gait.gif")) as gif:
+        assert gif.n_frames == 3 and gif.width > 2 * gif.height  # three panels side by side
 
 
 def test_diverging_snake_is_named(coarse, tmp_path):
