@@ -13,10 +13,15 @@ d phi / d a gives a compliant row: compliance r (d phi/d b)/(d phi/d a) >= 0, ri
 a proximal floor (``contact_regularization`` r) on the compliance of the matrix only keeps the
 system regular with redundant contacts without moving the solution (phi = 0).
 
-Friction rows (two per contact, Coulomb, isotropic) act on the tangential displacement of the
-contact point since the start of the substep, u = D^T (p(x) - p(x_n)) (a slip of h times the
-slip velocity), with the friction multipliers lambda_f (the force is lambda_f / h^2, as for every
-row). Coulomb's law with maximal dissipation is the complementarity problem
+Friction rows (two per contact, Coulomb, isotropic) act on the tangential slip of the contact point
+over the substep, u = D^T s (h times the slip velocity), with the friction multipliers lambda_f (the
+force is lambda_f / h^2, as for every row): a particle's s = x - x_n; on a body, the contact point's
+rigid motion s = (c - c_n) + phi x r, c the body's centre, phi the rotation vector of its turn since
+the substep's start and r the lever from c to the contact point, which the rows (normal and friction)
+take at the shape's surface point deepest along the normal at the current pose. Rolling is then no
+slip at any angle per substep; a point fixed on the body (the material point, before the fourteenth
+session) reads the chord, a slip of R (omega h - sin(omega h)) for a ball rolling at omega, and its
+sticking friction traded the ball's speed for spin (tests/constraints/test_rolling.py). Coulomb's law with maximal dissipation is the complementarity problem
 
     |lambda_f| <= mu lambda_n,   0 <= |u|  perp  mu lambda_n - |lambda_f| >= 0,   lambda_f || -u,
 
@@ -66,6 +71,7 @@ import warp as wp
 from softsnake.kernels.entities import (
     body_generalized_inverse_mass,
     nonnegative,
+    rotation_vector_between,
     write_body_block,
     write_neutral_row,
     write_particle_block,
@@ -108,6 +114,20 @@ def tangent_basis(n: wp.vec3):
     return wp.mat33(t1[0], t1[1], t1[2], wp.cross(n, t1)[0], wp.cross(n, t1)[1], wp.cross(n, t1)[2], n[0], n[1], n[2])
 
 
+@wp.func
+def rim_point(centre: wp.vec3, axis: wp.vec3, rim_radius: float, rot: wp.quat, n: wp.vec3, fallback: wp.vec3):
+    """The point of a cylinder cap's rim (centre, axis and radius in the body frame) deepest along -n
+    (world frame) at the body orientation ``rot``, in the body frame; ``fallback`` where the axis is
+    along n (every rim point equally deep)."""
+    down = wp.quat_rotate_inv(rot, -n)
+    radial = down - axis * wp.dot(down, axis)
+    rl = wp.length(radial)
+    point = fallback
+    if rl > 1.0e-6:
+        point = centre + radial * (rim_radius / rl)
+    return point
+
+
 @wp.kernel
 def detect_contacts(
     particle_q: wp.array(dtype=wp.vec3),
@@ -140,24 +160,16 @@ def detect_contacts(
     size = obstacle_size[o]
     anchor = contact_slot_local[s]
     if contact_slot_kind[s] == PointKind.CYLINDER_RIM:
-        # The cap's rim point deepest toward the obstacle, chosen once per substep.
+        # The cap's rim point deepest toward the obstacle at the prediction (the rows find it again at
+        # every iterate; this one is their fallback where the axis stands along the normal).
         body_tf = body_q[nonnegative(e - particle_count)]
         nd = obstacle_distance(kind, tf, size, wp.transform_point(body_tf, anchor))
-        down = wp.quat_rotate_inv(wp.transform_get_rotation(body_tf), -wp.vec3(nd[0], nd[1], nd[2]))
-        axis = contact_slot_axis[s]
-        radial = down - axis * wp.dot(down, axis)
-        rl = wp.length(radial)
-        if rl > 1.0e-6:
-            anchor = anchor + radial * (contact_slot_rim_radius[s] / rl)
+        anchor = rim_point(anchor, contact_slot_axis[s], contact_slot_rim_radius[s], wp.transform_get_rotation(body_tf),
+                           wp.vec3(nd[0], nd[1], nd[2]), anchor)
     p = entity_point(e, anchor, particle_count, particle_q, body_q)
     nd = obstacle_distance(kind, tf, size, p)
     n = wp.vec3(nd[0], nd[1], nd[2])
     gap = nd[3] - contact_slot_radius[s]
-    if e >= particle_count:
-        # Friction acts on the material point of a rounded body shape that touches the obstacle,
-        # so that a sphere or capsule rolls instead of sliding.
-        body_rot = wp.transform_get_rotation(body_q[nonnegative(e - particle_count)])
-        anchor = anchor - wp.quat_rotate_inv(body_rot, n) * contact_slot_radius[s]
     p0 = entity_point(e, anchor, particle_count, particle_q_prev, body_q_prev)
     contact_anchor[s] = anchor
     contact_normal[s] = n
@@ -243,6 +255,10 @@ def eval_contact_rows(
     body_inv_inertia_world: wp.array(dtype=wp.mat33),
     particle_count: int,
     contact_slot_entity: wp.array(dtype=int),
+    contact_slot_kind: wp.array(dtype=int),
+    contact_slot_local: wp.array(dtype=wp.vec3),
+    contact_slot_axis: wp.array(dtype=wp.vec3),
+    contact_slot_rim_radius: wp.array(dtype=float),
     contact_slot_radius: wp.array(dtype=float),
     contact_slot_mu: wp.array(dtype=float),
     contact_slot_row: wp.array(dtype=int),
@@ -251,6 +267,7 @@ def eval_contact_rows(
     contact_normal: wp.array(dtype=wp.vec3),
     contact_surface: wp.array(dtype=wp.vec3),
     contact_start: wp.array(dtype=wp.vec3),
+    body_q_prev: wp.array(dtype=wp.transform),
     lam: wp.array(dtype=float),
     fb_epsilon: float,
     contact_regularization: float,
@@ -278,20 +295,34 @@ def eval_contact_rows(
             zero_contact_jacobian(J_values, nonnegative(J_offsets[row + k]), e, particle_count)
             write_neutral_row(row + k, row_c, row_compliance, row_damping)
     else:
+        n = contact_normal[s]
+        # The contact point p_n: a particle's lowest point; on a body, the shape's surface point deepest
+        # along -n at this iterate's pose (lever r_n), so that a rounded shape turning within the substep
+        # keeps its gap and its normal force passes its axis. The slip: the module docstring.
         p = entity_point(e, contact_anchor[s], particle_count, particle_q, body_q)
-        r = wp.vec3(0.0)
+        p_n = p - n * contact_slot_radius[s]
+        r_n = wp.vec3(0.0)
+        slip_world = p - contact_start[s]
         if e >= particle_count:
-            r = p - wp.transform_get_translation(body_q[nonnegative(e - particle_count)])
-        basis = tangent_basis(contact_normal[s])
+            body = nonnegative(e - particle_count)
+            body_tf = body_q[body]
+            centre = wp.transform_get_translation(body_tf)
+            local = contact_slot_local[s]
+            if contact_slot_kind[s] == PointKind.CYLINDER_RIM:
+                local = rim_point(local, contact_slot_axis[s], contact_slot_rim_radius[s],
+                                  wp.transform_get_rotation(body_tf), n, contact_anchor[s])
+            p_n = wp.transform_point(body_tf, local) - n * contact_slot_radius[s]
+            r_n = p_n - centre
+            start_tf = body_q_prev[body]
+            turn = rotation_vector_between(wp.transform_get_rotation(body_tf), wp.transform_get_rotation(start_tf))
+            slip_world = centre - wp.transform_get_translation(start_tf) + wp.cross(turn, r_n)
+        basis = tangent_basis(n)
 
         # Normal row: Fischer-Burmeister.
-        n = contact_normal[s]
-        write_contact_jacobian(J_values, nonnegative(J_offsets[row]), e, particle_count, r, n)
-        w_n = contact_inverse_mass(e, particle_count, r, n, particle_inv_mass, body_inv_mass, body_inv_inertia_world)
+        write_contact_jacobian(J_values, nonnegative(J_offsets[row]), e, particle_count, r_n, n)
+        w_n = contact_inverse_mass(e, particle_count, r_n, n, particle_inv_mass, body_inv_mass, body_inv_inertia_world)
         lam_n = lam[row]
-        a = wp.dot(n, p - contact_surface[s])
-        if e < particle_count:
-            a -= contact_slot_radius[s]
+        a = wp.dot(n, p_n - contact_surface[s])
         b = w_n * lam_n
         root = wp.sqrt(a * a + b * b + fb_epsilon * fb_epsilon)
         phi = a + b - root
@@ -311,7 +342,7 @@ def eval_contact_rows(
         for k in range(FRICTION_ROWS):
             if k < friction_count:
                 t = wp.vec3(basis[k, 0], basis[k, 1], basis[k, 2])
-                w_t += contact_inverse_mass(e, particle_count, r, t, particle_inv_mass, body_inv_mass,
+                w_t += contact_inverse_mass(e, particle_count, r_n, t, particle_inv_mass, body_inv_mass,
                                             body_inv_inertia_world)
         w_t = w_t / float(friction_count)
         if mu <= 0.0 or w_t <= 0.0:
@@ -322,8 +353,8 @@ def eval_contact_rows(
         else:
             for k in range(friction_count):
                 t = wp.vec3(basis[k, 0], basis[k, 1], basis[k, 2])
-                write_contact_jacobian(J_values, nonnegative(J_offsets[row + 1 + k]), e, particle_count, r, t)
-            slip = basis * (p - contact_start[s])
+                write_contact_jacobian(J_values, nonnegative(J_offsets[row + 1 + k]), e, particle_count, r_n, t)
+            slip = basis * slip_world
             lam_f = wp.vec2(lam[row + 1], 0.0)
             if planar == 0:
                 lam_f = wp.vec2(lam[row + 1], lam[row + 2])
@@ -535,9 +566,10 @@ class ContactSlot(ConstraintType):
         m = solver.model
         return solver.record(eval_contact_rows, m.contact_slot_count, [
             state.particle_q, state.body_q, m.particle_inv_mass, m.body_inv_mass, solver.body_inv_inertia_world,
-            m.particle_count, m.contact_slot_entity, m.contact_slot_radius, m.contact_slot_mu, m.contact_slot_row,
+            m.particle_count, m.contact_slot_entity, m.contact_slot_kind, m.contact_slot_local, m.contact_slot_axis,
+            m.contact_slot_rim_radius, m.contact_slot_radius, m.contact_slot_mu, m.contact_slot_row,
             solver.contact_active, solver.contact_anchor, solver.contact_normal, solver.contact_surface,
-            solver.contact_start, state.multipliers, solver.fb_epsilon, solver.contact_regularization,
+            solver.contact_start, solver.body_q_prev, state.multipliers, solver.fb_epsilon, solver.contact_regularization,
             solver.friction_regularization, solver.planar, *solver.row_outputs(), solver.row_residual_scale])
 
 
