@@ -28,9 +28,10 @@ implicit step G = 0, which the engine's converged step meets exactly only with
 ``SolverSettings.momentum_balance`` (and a converged budget); the plain iteration keeps a momentum lag
 (``Solver.residual_norms``): exact for particles and for bodies that do not turn much within a step,
 10-30 % off for a sphere rolling at dt = 1/60 s. Contacts at zero load with friction sit on a kink of
-the friction cone (a box sliding on a face with friction: about 10 % off). A large world whose dG/dy
-is singular is refused: the least-squares fallback is dense (``DENSE_SOLVE_LIMIT``); the snake's gait is
-one (7118 unknowns per coarse snake, singular with its wheels' friction, solved on frictionless ground). A particle that
+the friction cone (a box sliding on a face with friction: about 10 % off). A singular dG/dy is solved by
+least squares: dense up to ``DENSE_SOLVE_LIMIT`` unknowns, above it sparse and regularised
+(``_regularized_least_squares``: a coarse snake, 7118 unknowns, singular with its wheels' friction); the
+snake's gradient still disagrees with central differences (README, "Known limitations"). A particle that
 a substep pushes out of a penetration it began with (its velocity keeps none of the push:
 ``contact.depenetration_multipliers``) is differentiated as if it kept it; a converged rollout that
 starts outside every obstacle has no such substep.
@@ -467,9 +468,25 @@ def _solve_transposed(jacobian, rhs):
     except RuntimeError:
         pass
     if A.shape[0] > DENSE_SOLVE_LIMIT:
-        raise SimulationError(f"the adjoint of a step is singular in a world of {A.shape[0]} unknowns, above the "
-                              f"{DENSE_SOLVE_LIMIT} the least-squares fallback handles")
+        return Dc * _regularized_least_squares(scaled, b, SINGULAR_CUTOFF)
     return Dc * np.linalg.lstsq(scaled.toarray(), b, rcond=SINGULAR_CUTOFF)[0]
+
+
+def _regularized_least_squares(matrix, rhs, epsilon):
+    """z minimising |matrix z - rhs|^2 + epsilon^2 |z|^2 for a sparse square ``matrix`` (rows and columns
+    of unit norm): directions of singular values well above epsilon solved, those well below dropped,
+    as the dense fallback's truncation does, but by one sparse LU of the augmented symmetric system
+    [[epsilon I, A^T], [A, -epsilon I]] [z; t] = [0; rhs] (t = (A z - rhs) / epsilon), whose condition
+    number is about 1 / epsilon, not the 1 / epsilon^2 of the normal equations. Where a large world's
+    dG/dy is singular (the snake's wheels: redundant sticking friction rows), this is its adjoint."""
+    n = matrix.shape[0]
+    identity = scipy.sparse.identity(n, format="csc")
+    augmented = scipy.sparse.bmat([[epsilon * identity, matrix.T], [matrix, -epsilon * identity]], format="csc")
+    solution = scipy.sparse.linalg.splu(augmented).solve(np.concatenate([np.zeros(n), rhs]))
+    if not np.all(np.isfinite(solution)):
+        raise SimulationError(f"the adjoint of a step is singular in a world of {n} unknowns and its regularised "
+                              "least-squares solve is not finite")
+    return solution[:n]
 
 
 def _accumulate(target, arrays, sign=1.0):
