@@ -30,8 +30,8 @@ implicit step G = 0, which the engine's converged step meets exactly only with
 10-30 % off for a sphere rolling at dt = 1/60 s. Contacts at zero load with friction sit on a kink of
 the friction cone (a box sliding on a face with friction: about 10 % off). A singular dG/dy is solved by
 least squares: dense up to ``DENSE_SOLVE_LIMIT`` unknowns, above it sparse and regularised
-(``_regularized_least_squares``: a coarse snake, 7118 unknowns, singular with its wheels' friction); the
-snake's gradient still disagrees with central differences (README, "Known limitations"). A particle that
+(``_regularized_least_squares``: a coarse snake, 7118 unknowns, singular with its wheels' friction, whose
+gradient then meets central differences: experiments/snake_gradient.py). A particle that
 a substep pushes out of a penetration it began with (its velocity keeps none of the push:
 ``contact.depenetration_multipliers``) is differentiated as if it kept it; a converged rollout that
 starts outside every obstacle has no such substep.
@@ -429,6 +429,16 @@ SINGULAR_CUTOFF = 1.0e-6
 from float32 kernels (about 1e-7 relative), so smaller singular values are rounding."""
 
 
+SPARSE_REGULARIZATION = 1.0e-11
+"""epsilon of ``_regularized_least_squares`` (relative to the equilibrated dG/dy's unit rows) [-]. Far below
+``SINGULAR_CUTOFF``: a large world's dG/dy has legitimately small singular values that a cut at 1e-6 drops.
+The coarse snake (7118 unknowns, 46 balanced steps of 1/240 s from rest, chambers at +-8 psi, loss the
+modules' x + y), d/d(element modulus factor) by epsilon: 1e-6 -> -1.9e-4 m, 1e-8 -> +1.0e-3, 1e-9 ->
++1.26e-4, 1e-10 -> +6.95e-5, 1e-12 -> +6.93e-5, against central differences +6.5e-5 .. +7.2e-5 (steps
+0.3-3 %): a plateau from 1e-10 down, where the augmented system's LU (condition about 1 / epsilon) is
+still accurate in float64."""
+
+
 def _condition_estimate(matrix, lu):
     """The 1-norm condition number kappa_1 of a square sparse matrix from its LU factors (Higham's
     estimate of ||A^-1||_1, a few solves). A nearly singular dG/dy (a box's coplanar corners, whose load
@@ -468,7 +478,7 @@ def _solve_transposed(jacobian, rhs):
     except RuntimeError:
         pass
     if A.shape[0] > DENSE_SOLVE_LIMIT:
-        return Dc * _regularized_least_squares(scaled, b, SINGULAR_CUTOFF)
+        return Dc * _regularized_least_squares(scaled, b, SPARSE_REGULARIZATION)
     return Dc * np.linalg.lstsq(scaled.toarray(), b, rcond=SINGULAR_CUTOFF)[0]
 
 
