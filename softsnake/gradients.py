@@ -484,8 +484,9 @@ def _solve_transposed(jacobian, rhs):
 
 def _regularized_least_squares(matrix, rhs, epsilon):
     """z minimising |matrix z - rhs|^2 + epsilon^2 |z|^2 for a sparse square ``matrix`` (rows and columns
-    of unit norm): directions of singular values well above epsilon solved, those well below dropped,
-    as the dense fallback's truncation does, but by one sparse LU of the augmented symmetric system
+    of unit norm): directions of singular values well above epsilon solved, those well below dropped
+    (a Tikhonov filter; ``SPARSE_REGULARIZATION`` sets epsilon far below the dense fallback's truncation),
+    by one sparse LU of the augmented symmetric system
     [[epsilon I, A^T], [A, -epsilon I]] [z; t] = [0; rhs] (t = (A z - rhs) / epsilon), whose condition
     number is about 1 / epsilon, not the 1 / epsilon^2 of the normal equations. Where a large world's
     dG/dy is singular (the snake's wheels: redundant sticking friction rows), this is its adjoint."""

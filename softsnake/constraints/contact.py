@@ -299,11 +299,14 @@ def eval_contact_rows(
         # The contact point p_n: a particle's lowest point; on a body, the shape's surface point deepest
         # along -n at this iterate's pose (lever r_n), so that a rounded shape turning within the substep
         # keeps its gap and its normal force passes its axis. The slip: the module docstring.
-        p = entity_point(e, contact_anchor[s], particle_count, particle_q, body_q)
-        p_n = p - n * contact_slot_radius[s]
+        p_n = wp.vec3(0.0)
         r_n = wp.vec3(0.0)
-        slip_world = p - contact_start[s]
-        if e >= particle_count:
+        slip_world = wp.vec3(0.0)
+        if e < particle_count:
+            p = particle_q[e]
+            p_n = p - n * contact_slot_radius[s]
+            slip_world = p - contact_start[s]
+        else:
             body = nonnegative(e - particle_count)
             body_tf = body_q[body]
             centre = wp.transform_get_translation(body_tf)

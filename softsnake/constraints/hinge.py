@@ -65,10 +65,14 @@ def eval_hinge_rows(
     e1 = wp.quat_rotate(qb, hinge_normal_b1[t])
     e2 = wp.quat_rotate(qb, hinge_normal_b2[t])
     alpha = hinge_compliance[t] * inv_h2
-    # cos(theta / 2) of the angle between the axes (module docstring) = |a + n| / 2, which float32 keeps
-    # accurate near theta = pi where sqrt((1 + a . n) / 2) cancels; floored at 1e-3.
-    halfway = axis + wp.cross(e1, e2)
+    # b's hinge axis n, and cos(theta / 2) of the angle between the axes (module docstring) = |a + n| / 2,
+    # which float32 keeps accurate near theta = pi where sqrt((1 + a . n) / 2) cancels; floored at 1e-3.
+    n = wp.cross(e1, e2)
+    halfway = axis + n
     cos_half = wp.sqrt(wp.max(0.25 * wp.dot(halfway, halfway), 1.0e-6))
+    # d(a . n) = (dtheta_a - dtheta_b) . (a x n), for dc = d(a . e) / q - (a . e) d(a . n) / (4 q^3).
+    axis_cross_n = wp.cross(axis, n)
+    four_q_cubed = 4.0 * cos_half * cos_half * cos_half
 
     row_count = HINGE_ROWS
     if planar != 0:
@@ -90,7 +94,7 @@ def eval_hinge_rows(
             if k == 4:
                 e = e2
             projection = wp.dot(axis, e)
-            turn = wp.cross(axis, wp.cross(e1, e2)) * (projection / (4.0 * cos_half * cos_half * cos_half))
+            turn = axis_cross_n * (projection / four_q_cubed)
             ang_a = wp.cross(axis, e) / cos_half - turn
             ang_b = wp.cross(e, axis) / cos_half + turn
             row_c[row] = projection / cos_half

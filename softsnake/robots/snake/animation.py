@@ -50,8 +50,7 @@ class SnakeAnimation:
         self.followed = (self.snake_count - 1) // 2
         """The snake the close-up follows: the middle one pictured (snake 0 of one or two)."""
         self._close_up_span = CLOSE_UP_LENGTHS * snake_length(simulation.config)
-        # The followed snake's particle and body masses [kg], weighed as the trajectories' centre of mass.
-        self._followed_mass = (simulation._particle_mass[self.followed], simulation._body_mass[self.followed])
+        self._centers_of_mass = simulation.centers_of_mass
         self.times, self._points, self._bodies = [], [], []
         self.centers = []
         """Centre of mass of the followed snake in every picture (3,) [m], the close-up's camera target."""
@@ -68,14 +67,8 @@ class SnakeAnimation:
         n = self.snake_count
         self._points.append(np.array(particles[:n, self._link_particles], dtype=np.float32))
         self._bodies.append(np.array(body_q[:n, np.concatenate([self._modules, self._wheels])], dtype=np.float32))
-        self.centers.append(self._center_of_mass(particles[self.followed], body_q[self.followed]))
-
-    def _center_of_mass(self, particles, body_q):
-        """Centre of mass (3,) [m] of the followed snake from all its ``particles`` (particles, 3) and
-        body poses ``body_q`` (bodies, 7)."""
-        particle_mass, body_mass = self._followed_mass
-        moment = particle_mass @ np.asarray(particles) + body_mass @ np.asarray(body_q)[:, :3]
-        return moment / (particle_mass.sum() + body_mass.sum())
+        followed = slice(self.followed, self.followed + 1)
+        self.centers.append(self._centers_of_mass(particles, body_q, followed)[0])
 
     @property
     def frame_count(self):

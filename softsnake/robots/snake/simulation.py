@@ -221,12 +221,18 @@ class SnakeSimulation:
         bodies = self.model.scene_body_q(self.state).reshape(self.snake_count, self._bodies_per_snake, 7)
         return particles, bodies
 
+    def centers_of_mass(self, particles, bodies, snakes=slice(None)):
+        """Centres of mass (snakes, 3) [m] of the chosen ``snakes`` (a slice of this run's snakes) from
+        every snake's ``particles`` (snake_count, particles, 3) [m] and body poses ``bodies``
+        (snake_count, bodies, 7)."""
+        moment = np.einsum("sp,spk->sk", self._particle_mass[snakes], particles[snakes])
+        moment += np.einsum("sb,sbk->sk", self._body_mass[snakes], bodies[snakes, :, :3])
+        return moment / self._total_mass[snakes, None]
+
     def _observe(self, particles, bodies):
         """(centre of mass (snake_count, 3) [m], curvature (snake_count, link_count) [1/m], heading
         (snake_count,) [rad] in (-pi, pi]: the mean direction of the modules)."""
-        moment = np.einsum("sp,spk->sk", self._particle_mass, particles)
-        moment += np.einsum("sb,sbk->sk", self._body_mass, bodies[..., :3])
-        com = moment / self._total_mass[:, None]
+        com = self.centers_of_mass(particles, bodies)
         yaw = body_yaw(bodies[:, list(self.snake.module_bodies)])
         heading = np.arctan2(np.sin(yaw).mean(axis=1), np.cos(yaw).mean(axis=1))
         return com, link_curvature(bodies, self.snake.cap_bodies, self.snake.link_lengths), heading
