@@ -1,18 +1,25 @@
-"""A gradient through the snake: d(travel)/d(element modulus factor) by the adjoint, against central differences.
+"""A gradient through the snake: d(loss)/d(element modulus factor) by the adjoint, against central differences.
 
-The coarse snake starts at rest on its wheels (mu 1) with its four chambers stepped to +8 / -8 / +8 / -8
-psi, and runs ``--steps`` balanced steps of 1/240 s (the snake's substep) at a tight budget (30 Newton x
-200 linear iterations, tolerances 1e-7 / 1e-6), so that every step is the implicit-Euler step the adjoint
-differentiates. Loss: the mean x plus the mean y of its module centres [m]. Parameter: a factor on every
-tetrahedron's Young's modulus. The adjoint (``softsnake.gradients.rollout_gradient``) solves each step's
-dG/dy of 7118 unknowns, singular with the wheels' sticking friction, by the sparse regularised least
-squares (``gradients._regularized_least_squares``); central differences rerun the whole rollout at the
-factor times (1 +- d) for several d.
+Two rollouts of the coarse snake from rest on its wheels (mu 1), every step balanced at a tight budget (30 Newton
+x 200 linear iterations, tolerances 1e-7 / 1e-6), so that every step is the implicit-Euler step the adjoint
+differentiates:
 
-Prints a table (device, the adjoint, each central difference, wall times) and writes snake_gradient.csv
-into --out (default experiments/results).
+- ``step`` (default): its four chambers stepped to +8 / -8 / +8 / -8 psi, ``--steps`` steps of 1/240 s (the
+  snake's substep); loss: the mean x plus the mean y of its module centres [m].
+- ``--gait-seconds T``: the paper's open-loop gait through the valve latency model for T seconds, frames of
+  1/120 s of two substeps each (the snake's own stepping, ``SnakeSimulation.pressure_schedule``); loss: the
+  forward travel of its centre of mass (x, mass-weighted over its particles and bodies) [m], what the gait
+  reports.
 
-Usage: python experiments/snake_gradient.py [--steps 46] [--out DIR]
+Parameter: a factor on every tetrahedron's Young's modulus. The adjoint (``softsnake.gradients.rollout_gradient``)
+solves each substep's dG/dy of 7118 unknowns, singular with the wheels' sticking friction, by the sparse
+regularised least squares (``gradients._regularized_least_squares``); central differences rerun the whole
+rollout at the factor times (1 +- d) for several d.
+
+Prints a table (device, the adjoint, each central difference, wall times) and writes snake_gradient.csv (step) or
+snake_gradient_gait_<T>s.csv into --out (default experiments/results), rewritten after every row.
+
+Usage: python experiments/snake_gradient.py [--steps 46 | --gait-seconds T] [--out DIR]
 """
 
 import platform
@@ -25,91 +32,116 @@ import softsnake
 from softsnake.cli.common import experiment_parser, make_output_folder
 from softsnake.gradients import record_rollout, rollout_gradient
 from softsnake.output_files import write_dict_csv
-from softsnake.robots.snake.config import load_snake_config
-from softsnake.robots.snake.robot import add_snake, chamber_pressures
+from softsnake.robots.snake.robot import chamber_pressures
+from softsnake.robots.snake.simulation import SnakeSimulation
 from softsnake.units import psi_to_pa
 
-H = 1.0 / 240.0
-"""Step [s]: one substep of the snake's 1/120 s frame."""
-BUDGET = {"substeps": 1, "newton_iterations": 30, "linear_iterations": 200, "newton_tolerance": 1e-7,
-          "linear_tolerance": 1e-6, "momentum_balance": True}
+BUDGET = {"newton_iterations": 30, "linear_iterations": 200, "newton_tolerance": 1e-7, "linear_tolerance": 1e-6,
+          "momentum_balance": True}
 PRESSURES_PSI = (8.0, -8.0, 8.0, -8.0)
 STEPS_RELATIVE = (3e-2, 1e-2, 3e-3)
 """Central-difference steps, relative to the factor [-]."""
 
 
 class SnakeRollout:
-    def __init__(self, steps):
-        config = load_snake_config(resolution="coarse")
-        builder = softsnake.ModelBuilder()
-        builder.add_ground(mu=config.friction)
-        self.handle = add_snake(builder, config)
-        self.model = builder.finalize("cpu")
+    """One coarse snake (a ``SnakeSimulation`` of one world, for its model, masses and inputs) stepped under
+    ``pressures[k]`` (channel pressures [Pa]) at step k of ``dt`` [s] in ``substeps`` substeps."""
+
+    def __init__(self, steps=None, gait_seconds=None):
+        self.gait = gait_seconds is not None
+        sim = SnakeSimulation(1, seconds=gait_seconds if self.gait else 1.0)
+        self.model, handle = sim.model, sim.snake
         self.modulus = self.model.tet_youngs_modulus.numpy().astype(np.float64)
-        self.pressure = chamber_pressures(self.model, self.handle.link_channels, psi_to_pa(np.array([PRESSURES_PSI])))
-        self.modules = np.asarray(self.handle.module_bodies)
-        self.steps = steps
+        if self.gait:
+            self.dt, self.substeps, self.steps = sim.dt, 2, sim.frame_count
+            differential = sim.pressure_schedule()[2]
+            self.pressures = [chamber_pressures(self.model, handle.link_channels, differential[k + 1])
+                              for k in range(self.steps)]
+        else:
+            self.dt, self.substeps, self.steps = 1.0 / 240.0, 1, steps
+            fixed = chamber_pressures(self.model, handle.link_channels, psi_to_pa(np.array([PRESSURES_PSI])))
+            self.pressures = [fixed] * steps
+        # d(loss)/d(position): mass fractions for the centre of mass' x; module-mean x + y for the step.
+        self.particle_seed = np.zeros((self.model.particle_count, 3))
+        self.body_seed = np.zeros((self.model.body_count, 7))
+        if self.gait:
+            particle_share, body_share = sim.mass_fractions()
+            self.particle_seed[:, 0], self.body_seed[:, 0] = particle_share[0], body_share[0]
+        else:
+            modules = np.asarray(handle.module_bodies)
+            self.body_seed[modules, 0] = self.body_seed[modules, 1] = 1.0 / len(modules)
+
+    def describe(self):
+        if self.gait:
+            return f"the gait with latency, {self.steps} frames of 1/120 s in 2 substeps; loss: centre of mass x"
+        return f"chambers stepped to {PRESSURES_PSI} psi, {self.steps} steps of 1/240 s; loss: modules' x + y"
 
     def run(self, factor, record):
-        """(solver, records or None, final body_q float64)."""
+        """(solver, records or None, final particle_q, final body_q), float64."""
         self.model.tet_youngs_modulus.assign((self.modulus * factor).astype(np.float32))
-        solver = softsnake.Solver(self.model, **BUDGET)
+        solver = softsnake.Solver(self.model, substeps=self.substeps, **BUDGET)
         state, control = self.model.state(), self.model.control()
-        control.pressure.assign(self.pressure)
+
+        def set_pressure(k, control):
+            control.pressure.assign(self.pressures[k])
+
         if record:
-            records = record_rollout(solver, state, control, H, self.steps)
+            records = record_rollout(solver, state, control, self.dt, self.steps, before_step=set_pressure)
         else:
             records = None
-            for _ in range(self.steps):
-                solver.step(state, state, control, H)
-        return solver, records, state.body_q.numpy().astype(np.float64)
+            for k in range(self.steps):
+                set_pressure(k, control)
+                solver.step(state, state, control, self.dt)
+        return solver, records, state.particle_q.numpy().astype(np.float64), state.body_q.numpy().astype(np.float64)
 
-    def loss(self, body_q):
-        return float(body_q[self.modules, 0].mean() + body_q[self.modules, 1].mean())
-
-    def loss_seed(self, body_q):
-        seed = np.zeros_like(body_q)
-        seed[self.modules, 0] = seed[self.modules, 1] = 1.0 / len(self.modules)
-        return seed
+    def loss(self, particle_q, body_q):
+        return float((self.particle_seed * particle_q).sum() + (self.body_seed * body_q).sum())
 
 
 def main(argv=None):
     parser = experiment_parser(__doc__, __file__)
-    parser.add_argument("--steps", type=int, default=46, help="steps of 1/240 s (default: 46)")
+    parser.add_argument("--steps", type=int, default=46, help="steps of 1/240 s of the chamber step (default: 46)")
+    parser.add_argument("--gait-seconds", type=float, default=None,
+                        help="run the gait for this long instead of the chamber step [s]")
     args = parser.parse_args(argv)
     if args.steps < 1:
         parser.error("--steps must be at least 1")
+    if args.gait_seconds is not None and not 1.0 / 120.0 <= args.gait_seconds <= 60.0:
+        parser.error("--gait-seconds must lie between one frame (1/120 s) and 60 s")
     out = make_output_folder(args.out)
-    snake = SnakeRollout(args.steps)
-    print(f"Snake gradient: device cpu ({platform.machine()}), warp {wp.config.version}; coarse snake, {args.steps} "
-          f"steps of 1/240 s, chambers at {PRESSURES_PSI} psi, {BUDGET['newton_iterations']} x "
-          f"{BUDGET['linear_iterations']} balanced")
+    name = "snake_gradient.csv" if args.gait_seconds is None else f"snake_gradient_gait_{args.gait_seconds:g}s.csv"
+    snake = SnakeRollout(args.steps, args.gait_seconds)
+    print(f"Snake gradient: device cpu ({platform.machine()}), warp {wp.config.version}; coarse snake, "
+          f"{snake.describe()}; {BUDGET['newton_iterations']} x {BUDGET['linear_iterations']} balanced")
     start = time.perf_counter()
-    solver, records, body_q = snake.run(1.0, record=True)
+    solver, records, particle_q, body_q = snake.run(1.0, record=True)
     rollout_seconds = time.perf_counter() - start
     start = time.perf_counter()
-    _, grads = rollout_gradient(solver, records, {"body_q": snake.loss_seed(body_q)},
+    _, grads = rollout_gradient(solver, records, {"particle_q": snake.particle_seed, "body_q": snake.body_seed},
                                 {"youngs_modulus": snake.model.tet_youngs_modulus})
     gradient_seconds = time.perf_counter() - start
     adjoint = float((grads["youngs_modulus"] * snake.modulus).sum())
-    rows = [{"method": "adjoint", "step_relative": "", "dloss_dfactor_m": adjoint, "wall_s": gradient_seconds}]
-    print(f"loss {snake.loss(body_q):.6g} m; rollout {rollout_seconds:.1f} s")
+    loss = snake.loss(particle_q, body_q)
+    rows = [{"method": "adjoint", "step_relative": "", "loss_m": loss, "dloss_dfactor_m": adjoint,
+             "wall_s": gradient_seconds}]
+    print(f"loss {loss:.6g} m; rollout {rollout_seconds:.1f} s")
     print(f"{'method':>22} {'d loss / d factor [m]':>22} {'wall [s]':>9}")
     print(f"{'adjoint':>22} {adjoint:>22.4g} {gradient_seconds:>9.1f}")
+    write_dict_csv(out / name, rows)
     for d in STEPS_RELATIVE:
         start = time.perf_counter()
-        plus = snake.loss(snake.run(1.0 + d, record=False)[2])
-        minus = snake.loss(snake.run(1.0 - d, record=False)[2])
+        plus = snake.loss(*snake.run(1.0 + d, record=False)[2:])
+        minus = snake.loss(*snake.run(1.0 - d, record=False)[2:])
         difference = (plus - minus) / (2.0 * d)
         wall = time.perf_counter() - start
-        rows.append({"method": "central difference", "step_relative": d, "dloss_dfactor_m": difference, "wall_s": wall})
+        rows.append({"method": "central difference", "step_relative": d, "loss_m": "", "dloss_dfactor_m": difference,
+                     "wall_s": wall})
         print(f"{'central, d = ' + format(d, 'g'):>22} {difference:>22.4g} {wall:>9.1f}")
-        write_dict_csv(out / "snake_gradient.csv", rows)
+        write_dict_csv(out / name, rows)
     differences = [row["dloss_dfactor_m"] for row in rows[1:]]
     print(f"adjoint against the central differences' mean: {100.0 * (adjoint / np.mean(differences) - 1.0):+.1f} % "
           f"(their spread {100.0 * (max(differences) - min(differences)) / abs(np.mean(differences)):.1f} %); the "
           f"gradient cost {gradient_seconds / rollout_seconds:.1f} rollouts")
-    write_dict_csv(out / "snake_gradient.csv", rows)
 
 
 if __name__ == "__main__":

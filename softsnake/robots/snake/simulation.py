@@ -229,6 +229,11 @@ class SnakeSimulation:
         moment += np.einsum("sb,sbk->sk", self._body_mass[snakes], bodies[snakes, :, :3])
         return moment / self._total_mass[snakes, None]
 
+    def mass_fractions(self):
+        """Each snake's particles' and bodies' shares of its mass: ((snake_count, particles), (snake_count,
+        bodies)) [-], the derivative of its centre of mass with respect to their positions (a gradient's seed)."""
+        return self._particle_mass / self._total_mass[:, None], self._body_mass / self._total_mass[:, None]
+
     def _observe(self, particles, bodies):
         """(centre of mass (snake_count, 3) [m], curvature (snake_count, link_count) [1/m], heading
         (snake_count,) [rad] in (-pi, pi]: the mean direction of the modules)."""
@@ -290,6 +295,23 @@ class SnakeSimulation:
             body_transforms={handle: (body_q[s, b, :3], body_q[s, b, 3:7]) for handle, s, b in bodies})
 
     # ------------------------------------------------------------------ run
+    def pressure_schedule(self):
+        """The open-loop inputs of every frame 0 .. ``frame_count`` (zero at frame 0, the start): the gait's link
+        commands (frames + 1, snake_count, link_count) [Pa] at each frame's end time, the chambers' pressures
+        through the latency model (..., 2) [Pa], and the differential pressure the engine is handed
+        (frames + 1, snake_count, link_count) [Pa]. Steps ``self.latency`` through all frames: the gait is
+        open loop, nothing here depends on the snakes' state (``run`` takes its inputs from here, and a
+        gradient through the gait, experiments/snake_gradient.py, sets them step by step)."""
+        frames, links = self.frame_count, self.config.link_count
+        command = np.zeros((frames + 1, self.snake_count, links))
+        chambers = np.zeros(command.shape + (2,))
+        pressure = np.zeros_like(command)
+        for frame in range(1, frames + 1):
+            command[frame] = self._link_commands(frame * self.dt)
+            chambers[frame] = self.latency.step(command[frame], self.dt)
+            pressure[frame] = self.latency.differential
+        return command, chambers, pressure
+
     def run(self, *, usd_path=None, usd_fps=USD_FPS_DEFAULT, usd_snakes=None, progress=True, on_frame=None,
             on_frame_every=1):
         """Simulate all frames and return ``SnakeTrajectories``.
@@ -316,24 +338,12 @@ class SnakeSimulation:
         com = np.zeros(shape + (3,))
         yaw = np.zeros(shape)
         curvature = np.zeros(shape + (links,))
-        command = np.zeros(shape + (links,))
-        pressure = np.zeros(shape + (links,))
-        chambers = np.zeros(shape + (links, 2))
+        command, chambers, pressure = self.pressure_schedule()
         particles, body_q = self._positions()
         com[0], curvature[0], yaw[0] = self._observe(particles, body_q)
         if on_frame is not None:
             on_frame(0.0, particles, body_q)
-        done = planned = 0
-
-        def plan(last):
-            """Commands and pressures of the frames up to ``last``: the gait is open loop, they do not
-            depend on the snakes' state."""
-            nonlocal planned
-            for ahead in range(planned + 1, min(last, frames) + 1):
-                command[ahead] = self._link_commands(time[ahead])
-                chambers[ahead] = self.latency.step(command[ahead], self.dt)
-                pressure[ahead] = self.latency.differential
-            planned = max(planned, min(last, frames))
+        done = 0
 
         def record(count):
             return SnakeTrajectories(time, com, curvature, command, pressure, HEADING, snake_length(self.config),
@@ -352,9 +362,8 @@ class SnakeSimulation:
                     usd_meshes, usd_bodies = self._usd_scene(recorder, particles, pictured)
                     self._usd_frame(recorder, 0.0, usd_meshes, usd_bodies, particles, body_q)
                 for frame in progress_notes(range(1, frames + 1), desc="gait", unit="frame", enabled=progress):
-                    plan(frame + self._frames_ahead)
                     try:
-                        self._advance(pressure[frame], pressure[frame + 1:planned + 1])
+                        self._advance(pressure[frame], pressure[frame + 1:frame + 1 + self._frames_ahead])
                     except SimulationError as exc:
                         raise SimulationError(
                             f"snake {exc.world} blew up ({exc.reason or 'a non-finite input'}) at t = {time[frame]:.4f} s; "
