@@ -32,29 +32,11 @@ import softsnake
 from softsnake.cli.common import experiment_parser, make_output_folder
 from softsnake.robots.snake.config import load_snake_config
 from softsnake.robots.snake.robot import add_module, add_snake, chamber_pressures, module_height
-from softsnake.spatial import quat_to_matrix
 from softsnake.units import psi_to_pa
 
 from convergence import write_outputs
 
 CASES = ("yaw", "step", "push")
-
-
-def kinetic_energy(model, state):
-    """Kinetic energy of every particle and body, rotation included [J]."""
-    energy = 0.0
-    if model.particle_count:
-        inv = model.particle_inv_mass.numpy().astype(np.float64)
-        mass = np.where(inv > 0.0, 1.0 / np.maximum(inv, 1e-30), 0.0)
-        energy += 0.5 * (mass * (state.particle_qd.numpy().astype(np.float64) ** 2).sum(axis=1)).sum()
-    q, qd = state.body_q.numpy().astype(np.float64), state.body_qd.numpy().astype(np.float64)
-    inv = model.body_inv_mass.numpy().astype(np.float64)
-    inertia = model.body_inertia.numpy().astype(np.float64)
-    for b in range(model.body_count):
-        if inv[b] > 0.0:
-            R = quat_to_matrix(q[b, 3:])
-            energy += 0.5 * (qd[b, :3] @ qd[b, :3]) / inv[b] + 0.5 * qd[b, 3:] @ (R @ inertia[b] @ R.T) @ qd[b, 3:]
-    return energy
 
 
 def run(model, state, control, solver_options, dt, seconds, wheels, watch=None):
@@ -64,7 +46,7 @@ def run(model, state, control, solver_options, dt, seconds, wheels, watch=None):
     for _ in range(int(round(seconds / dt))):
         solver.step(state, state, control, dt)
         fastest = max(fastest, float(np.abs(state.body_qd.numpy()[wheels, 3:]).max()))
-        energy = max(energy, kinetic_energy(model, state))
+        energy = max(energy, float(model.kinetic_energy(state).sum()))
         if watch is not None:
             watched = max(watched, watch(state))
     return fastest, energy, watched
@@ -89,7 +71,7 @@ def yaw_rows(config):
         qd = state.body_qd.numpy()
         qd[:, 0], qd[:, 5] = 0.1, 5.0
         state.body_qd.assign(qd)
-        start = kinetic_energy(model, state)
+        start = float(model.kinetic_energy(state).sum())
         fastest, energy, _ = run(model, state, control, options, dt, 1.0, list(wheels))
         yield {"case": "yaw", "substep_s": label, "budget": f"{options['newton_iterations']}x{options['linear_iterations']}",
                "iteration": "balanced" if options["momentum_balance"] else "plain", "wheel_omega_max_rad_s": fastest,

@@ -13,6 +13,7 @@ import numpy as np
 import warp as wp
 
 from .constraints import field_docs
+from .spatial import quat_to_matrix
 
 
 class State:
@@ -230,7 +231,29 @@ class Model:
 
     def _offset_per_item(self, kind):
         """``world_offset`` of the world of every item of ``kind`` ("particle", "body") [m], (count, 3)."""
-        return np.repeat(self.world_offset, np.diff(getattr(self, f"{kind}_world_start")), axis=0)
+        return self.world_offset[self._world_per_item(kind)]
+
+    def kinetic_energy(self, state):
+        """Kinetic energy of every world in ``state`` [J], float64, shape (world_count,), on the host: 1/2 m |v|^2
+        of its moving particles and bodies, and 1/2 omega^T R I R^T omega of its bodies' rotation (omega in
+        the world frame, I about the centre of mass in the body frame); kinematic items count nothing."""
+        energy = np.zeros(self.world_count)
+        if self.particle_count:
+            v = state.particle_qd.numpy().astype(np.float64)
+            np.add.at(energy, self._world_per_item("particle"), 0.5 * self.particle_mass_numpy() * (v * v).sum(axis=1))
+        if self.body_count:
+            q, qd = state.body_q.numpy().astype(np.float64), state.body_qd.numpy().astype(np.float64)
+            moving = self.body_inv_mass.numpy() > 0.0
+            rotation = quat_to_matrix(q[:, 3:].T)  # (3, 3, bodies)
+            local = np.einsum("jib,bj->bi", rotation, qd[:, 3:])  # R^T omega
+            body = self.body_mass_numpy * (qd[:, :3] ** 2).sum(axis=1)
+            body += np.einsum("bi,bij,bj->b", local, self.body_inertia.numpy().astype(np.float64), local)
+            np.add.at(energy, self._world_per_item("body"), np.where(moving, 0.5 * body, 0.0))
+        return energy
+
+    def _world_per_item(self, kind):
+        """The world of every item of ``kind`` ("particle", "body"), int, (count,)."""
+        return np.repeat(np.arange(self.world_count), np.diff(getattr(self, f"{kind}_world_start")))
 
     def particle_mass_numpy(self):
         """Particle masses [kg] (0 for kinematic particles)."""
