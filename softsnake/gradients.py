@@ -24,8 +24,9 @@ What this does not do yet (issue 14): dG/dy is assembled from one replayed tape 
 of its sparsity pattern (26 for a vine of any length) and solved by a sparse LU on the host, so a
 step's adjoint costs several forward steps (a Krylov solve preconditioned by the engine's own Schur
 operator, on the device, is the way to large worlds and to the GPU). The gradient is that of the
-implicit step G = 0, which the engine's converged step meets exactly only with
-``SolverSettings.momentum_balance`` (and a converged budget); the plain iteration keeps a momentum lag
+implicit step G = 0, which the engine's converged step meets exactly only with the balanced iteration
+(``SolverSettings.momentum_balance``: the default from 16 Newton iterations) and a converged budget; the
+plain iteration keeps a momentum lag
 (``Solver.residual_norms``): exact for particles and for bodies that do not turn much within a step,
 10-30 % off for a sphere rolling at dt = 1/60 s. Contacts at zero load with friction sit on a kink of
 the friction cone (a box sliding on a face with friction: about 10 % off). A singular dG/dy is solved by

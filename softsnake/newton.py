@@ -137,12 +137,12 @@ def system_commands(solver, state, control, h):
     (``solver.residual``)."""
     m, s = solver.model, solver
     commands = [displacement_command(s, state)] + jacobian_commands(s, state, control, h)
-    if s.momentum_balance:
+    if s.balances_momentum:
         commands += [inverse_mass_transpose_command(s, state.multipliers, s.u_lambda),
                      s.record(momentum.momentum_gaps, len(s.offset), [s.offset, s.u_lambda], outputs=[s.momentum_gap])]
     commands.append(s.record(rows.prepare_rows, m.row_count, [
         m.solve_offsets, m.solve_columns, s.J_solve_values, s.row_c, s.row_compliance, s.row_coupling,
-        m.row_block_start, s.row_damping, state.multipliers, s.displacement, s.momentum_gap, int(s.momentum_balance),
+        m.row_block_start, s.row_damping, state.multipliers, s.displacement, s.momentum_gap, int(s.balances_momentum),
         m.particle_inv_mass, m.body_inv_mass, s.body_inv_inertia_world, 3 * m.particle_count, s.planar],
         outputs=[s.rhs, s.compliance_eff, s.coupling_eff, s.inv_diagonal]))
     commands.append(s.record(multipliers.scale_residuals, m.row_count, [s.rhs, s.row_residual_scale],
@@ -155,7 +155,7 @@ def assemble_commands(solver, state, control, h):
     m, s = solver.model, solver
     commands = system_commands(s, state, control, h)
     commands += world_dot_commands(s, s.residual, s.residual, s.merit, weight=s.inv_diagonal)
-    if s.momentum_balance:
+    if s.balances_momentum:
         commands.append(s.record(momentum.add_momentum_merit, m.world_count, [
             m.particle_world_start_device, m.body_world_start_device, m.particle_count, s.momentum_gap,
             m.particle_inv_mass, state.body_q, m.body_inv_mass, m.body_inertia], outputs=[s.merit]))
@@ -176,7 +176,7 @@ def update_commands(solver, state, take_step=True):
         m.row_world, s.retreat, s.step_scale, int(take_step), s.dlam], outputs=[state.multipliers, s.dlam_taken]),
         inverse_mass_transpose_command(s, s.dlam, s.u_lambda),
         s.record(integration.positions_after_update, s.entity_count, [
-            s.u_lambda, s.momentum_gap, int(s.momentum_balance), int(take_step), m.particle_count, m.particle_world, m.body_world, s.retreat, s.step_scale,
+            s.u_lambda, s.momentum_gap, int(s.balances_momentum), int(take_step), m.particle_count, m.particle_world, m.body_world, s.retreat, s.step_scale,
             s.offset_ref, s.particle_q_pred, s.body_q_pred], outputs=[s.offset_full, state.particle_q, state.body_q])]
 
 

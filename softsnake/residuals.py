@@ -15,7 +15,7 @@ with each other and across models:
   M^-1 J^T lambda; kinematic particles and bodies count 0). Each Newton iteration moves x by
   M^-1 J^T dlambda with J of the iterate it starts from, so g = 0 up to the change of J along the
   iteration: this norm measures that lag (it is part of the merit only with
-  ``SolverSettings.momentum_balance``, which drives it to zero; otherwise the merit takes g = 0).
+  ``SolverSettings.balances_momentum``, which drives it to zero; otherwise the merit takes g = 0).
 - ``compliant``: sqrt(sum r_i^2 / D_ii) over the rows of every constraint type other than contacts
   (tetrahedra, distance and pressure rows, attachments, hinges, prismatic joints, angular springs),
   with r_i = -(c_i + gamma_i J_i (x - x_n) + (alpha lambda)_i) / (1 + gamma_i) the row's own
@@ -95,7 +95,7 @@ def residual_commands(solver, state, control, h):
     if not s.model.row_count:
         return [newton.displacement_command(s, state)]
     commands = newton.system_commands(s, state, control, h)
-    if not s.momentum_balance:  # with momentum balance the system's assembly computes u_lambda itself
+    if not s.balances_momentum:  # with momentum balance the system's assembly computes u_lambda itself
         commands.append(inverse_mass_transpose_command(s, state.multipliers, s.u_lambda))
     return commands
 

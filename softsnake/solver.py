@@ -139,6 +139,11 @@ class Solver:
         return self._has_tried_rows and self.settings.uses_elastic_warm_start
 
     @property
+    def balances_momentum(self):
+        """Whether the Newton iteration balances momentum (``SolverSettings.uses_momentum_balance``)."""
+        return self.settings.uses_momentum_balance
+
+    @property
     def settings(self):
         """The current settings, as a :class:`softsnake.SolverSettings`."""
         values = {name: getattr(self, name) for name in vars(SolverSettings())}

@@ -15,6 +15,10 @@ LINEAR_SOLVERS = ("auto", "batched", "per_world", "block")
 ELASTIC_WARM_START_MIN_NEWTON = 3
 """Newton iterations from which ``elastic_warm_start="auto"`` tries the elastic warm start: the energy
 audit settles every case with it from 3 on and not at 1 or 2 (experiments/results/convergence.md)."""
+MOMENTUM_BALANCE_MIN_NEWTON = 16
+"""Newton iterations from which ``momentum_balance="auto"`` balances momentum: a stiff bar pulled at 0.1 s
+steps rests at its converged stretch from 16 x 100 on balanced (to 1e-4), 15 % short at 8 x 100
+(experiments/results/convergence.md, "Momentum balance by default")."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -97,13 +101,19 @@ class SolverSettings:
         line_search_halvings: the most consecutive halvings of one step [-].
         momentum_balance: carry the momentum residual g = M (x - x~) - J(x)^T lambda in the Newton
             right-hand side and add its M-norm to the merit (``softsnake.kernels.rows``), so that a
-            converged step is the implicit-Euler step exactly. Off by default: the plain iteration
-            (seed 001's, g taken as 0) keeps a lag where bodies turn within a step (a swinging double
-            pendulum: 8 mm from the implicit-Euler trajectory in 0.5 s; a vine along a wall: gradients
-            10-120 % off), and the balanced one needs more iterations to converge where rows turn under
-            load (the vine's video fits: 100 x 120 and more; tests/test_momentum_balance.py and
-            experiments/results/convergence.md measure both). Use it for gradients
-            (``softsnake.gradients`` differentiates the implicit-Euler step) with a converged budget.
+            converged step is the implicit-Euler step exactly, whatever it started from. The plain iteration
+            (seed 001's, g taken as 0) lands where its path ends, x~ + sum_k M^-1 J_k^T dlambda_k, and that
+            lag depends on the start: at every budget up to 32 x 200 a double pendulum's warm and cold runs
+            end 0.7 mm apart (5 mm from the implicit-Euler trajectory), bodies on a slope 6.5 mm apart, and a
+            stiff bar pulled at 0.1 s steps rests 4 % short warm and 0.3 % cold even at 64 x 400; balanced,
+            they agree to 1e-6 .. 2e-5 m and the bar to 1e-4 (experiments/start_independence.py,
+            experiments/results/convergence.md, "Momentum balance by default"). The balanced iteration needs
+            more Newton iterations where loaded rows turn: below 16 it can be much worse than the plain one
+            (the bar at 4 x 20: 7.4 times its stretch, plain 1.01; at 8 x 100 0.85, plain 0.96). "auto" (the
+            default) balances from ``MOMENTUM_BALANCE_MIN_NEWTON`` (16) Newton iterations on, the default
+            budget, and leaves the plain iteration to shorter budgets (the snake's 8 x 40, the vine's 4 x 20,
+            the paper's 4 x 20), whose answers are their budget's anyway. True or False force it; the
+            gradients (``softsnake.gradients``) differentiate the implicit-Euler step.
 
     Contacts:
 
@@ -178,7 +188,7 @@ class SolverSettings:
     elastic_warm_start: bool | str = "auto"
     line_search: bool = False
     line_search_halvings: int = 3
-    momentum_balance: bool = False
+    momentum_balance: bool | str = "auto"
     contact_margin: float = 0.01
     fb_epsilon: float = 1.0e-9
     contact_regularization: float = 1.0e-2
@@ -216,11 +226,14 @@ class SolverSettings:
             object.__setattr__(self, name, value)
         if self.linear_solver not in LINEAR_SOLVERS:
             raise ConfigError(f"linear_solver must be one of {', '.join(LINEAR_SOLVERS)}, got {self.linear_solver!r}")
-        if self.elastic_warm_start != "auto":
-            if self.elastic_warm_start not in (True, False):  # also numpy booleans, 0 and 1
-                raise ConfigError(f"elastic_warm_start must be True, False or 'auto', got {self.elastic_warm_start!r}")
-            object.__setattr__(self, "elastic_warm_start", bool(self.elastic_warm_start))
-        for name in ("warm_start", "line_search", "momentum_balance", "check_finite", "cuda_graph"):
+        for name in ("elastic_warm_start", "momentum_balance"):
+            value = getattr(self, name)
+            if isinstance(value, str) and value == "auto":
+                continue
+            if value not in (True, False):  # also numpy booleans, 0 and 1
+                raise ConfigError(f"{name} must be True, False or 'auto', got {value!r}")
+            object.__setattr__(self, name, bool(value))
+        for name in ("warm_start", "line_search", "check_finite", "cuda_graph"):
             object.__setattr__(self, name, bool(getattr(self, name)))
 
     @property
@@ -232,6 +245,14 @@ class SolverSettings:
         if self.elastic_warm_start == "auto":
             return self.newton_iterations >= ELASTIC_WARM_START_MIN_NEWTON
         return self.elastic_warm_start
+
+    @property
+    def uses_momentum_balance(self):
+        """Whether the Newton iteration balances momentum: ``momentum_balance`` True, or "auto" with at least
+        ``MOMENTUM_BALANCE_MIN_NEWTON`` Newton iterations."""
+        if self.momentum_balance == "auto":
+            return self.newton_iterations >= MOMENTUM_BALANCE_MIN_NEWTON
+        return self.momentum_balance
 
     def replace(self, **overrides):
         """A copy with ``overrides`` (unknown names are a ConfigError naming them)."""

@@ -50,9 +50,9 @@ def reference_step(pivot, x, v):
     return x_new, (x_new - x) / H
 
 
-def engine_run(balance, device):
+def engine_run(balance, device, budget=TIGHT):
     model = chain_builder(COMPLIANCE, speed=5.0).finalize(device)
-    solver = softsnake.Solver(model, momentum_balance=balance, **TIGHT)
+    solver = softsnake.Solver(model, momentum_balance=balance, **budget)
     state, control = model.state(), model.control()
     positions, gaps = [], []
     for _ in range(STEPS):
@@ -62,7 +62,8 @@ def engine_run(balance, device):
     return np.array(positions), np.array(gaps)
 
 
-def test_balanced_steps_are_the_implicit_euler_steps(device):
+def implicit_euler_reference():
+    """The reference trajectory of the two bobs (STEPS, 2, 3) [m]."""
     model = chain_builder(COMPLIANCE, speed=5.0).finalize()
     q0 = model.particle_q.numpy().astype(np.float64)
     x, v = q0[1:], model.particle_qd.numpy().astype(np.float64)[1:]
@@ -70,8 +71,11 @@ def test_balanced_steps_are_the_implicit_euler_steps(device):
     for _ in range(STEPS):
         x, v = reference_step(q0[0], x, v)
         reference.append(x)
-    reference = np.array(reference)
+    return np.array(reference)
 
+
+def test_balanced_steps_are_the_implicit_euler_steps(device):
+    reference = implicit_euler_reference()
     balanced, balanced_gaps = engine_run(True, device)
     plain, plain_gaps = engine_run(False, device)
     assert np.max(np.abs(balanced - reference)) < 2e-6
@@ -81,8 +85,27 @@ def test_balanced_steps_are_the_implicit_euler_steps(device):
     assert np.max(plain_gaps) > 1e-5
 
 
-def test_setting_is_a_boolean_and_off_by_default():
-    assert softsnake.SolverSettings().momentum_balance is False
+def test_engine_default_steps_are_the_implicit_euler_steps(device):
+    """The engine's default settings (one substep here: the reference's step) balance momentum ("auto" at
+    16 Newton iterations) and stop at their tolerances: measured 5.0e-7 m from the reference (the plain
+    iteration at the same budget: 8.6 mm); allowed 2e-6 m, as the tight balanced budget."""
+    reference = implicit_euler_reference()
+    default, gaps = engine_run("auto", device, budget={"substeps": 1})
+    assert np.max(np.abs(default - reference)) < 2e-6, np.max(np.abs(default - reference))
+    assert np.max(gaps) < 1e-7
+
+
+def test_setting_is_auto_by_default():
+    """"auto" balances momentum from MOMENTUM_BALANCE_MIN_NEWTON (16) Newton iterations on, the default budget."""
+    from softsnake.solver_settings import MOMENTUM_BALANCE_MIN_NEWTON
+
+    settings = softsnake.SolverSettings()
+    assert settings.momentum_balance == "auto" and settings.uses_momentum_balance
+    assert MOMENTUM_BALANCE_MIN_NEWTON == 16 and settings.newton_iterations == 16
+    assert not settings.replace(newton_iterations=15).uses_momentum_balance
     assert softsnake.SolverSettings(momentum_balance=1).momentum_balance is True
+    assert not softsnake.SolverSettings(momentum_balance=False).uses_momentum_balance
+    with pytest.raises(softsnake.ConfigError, match="momentum_balance must be True, False or 'auto'"):
+        softsnake.SolverSettings(momentum_balance="yes")
     with pytest.raises(softsnake.ConfigError, match="unknown solver setting"):
         softsnake.SolverSettings().replace(momentum_balanced=True)
