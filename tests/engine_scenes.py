@@ -4,9 +4,12 @@
 ``run`` steps a model and records; the scenes are small models that together cover every
 constraint type: a soft cantilever (tetrahedra, attachments, pressure-driven distance rows) and a
 chain of bodies (driven prismatic base, hinges, linear and sampled angular springs, obstacles),
-planar or in 3-D; a small clamped pneumatic beam (``pneumatic_beam``); a double pendulum of two distance rows (``chain_builder``); and a stiff soft block
+planar or in 3-D; a small clamped pneumatic beam (``pneumatic_beam``); a double pendulum of two distance rows (``chain_builder``); bodies of every shape with friction
+and a hinge (``scene_bodies``); and a stiff soft block
 resting on the ground or clamped (``stiff_block``).
 """
+
+import math
 
 import numpy as np
 
@@ -47,6 +50,30 @@ def scene_soft():
     for i, j in zip(top[:-1], top[1:]):
         b.add_distance(i, j, pressure_channel=channel, youngs_modulus=1e5, compliance=1e-4)
     return b.finalize()
+
+
+def _quat_y(angle):
+    return (0.0, math.sin(0.5 * angle), 0.0, math.cos(0.5 * angle))
+
+
+def scene_bodies():
+    """A box on a 20 deg slope, a rolling sphere, a capsule, a wheel, a hinge pendulum."""
+    b = softsnake.ModelBuilder()
+    angle = math.radians(20.0)
+    b.add_ground(mu=0.5, normal=(math.sin(angle), 0.0, math.cos(angle)))
+    box = b.add_body((0.0, 0.0, 0.06), _quat_y(angle), velocity=(0.0, 0.2, 0.0))
+    b.add_shape_box(box, (0.05, 0.05, 0.05), density=1000.0)
+    ball = b.add_body((0.5, 0.0, 0.3), velocity=(0.0, 1.0, 0.0))
+    b.add_shape_sphere(ball, 0.05, density=800.0, mu=0.3)
+    cap = b.add_body((1.0, 0.0, 0.4), _quat_y(0.3))
+    b.add_shape_capsule(cap, 0.03, 0.08, density=900.0)
+    wheel = b.add_body((1.5, 0.0, 0.4), (math.sin(-math.pi / 4), 0.0, 0.0, math.cos(-math.pi / 4)), velocity=(0.5, 0.0, 0.0))
+    b.add_shape_cylinder(wheel, 0.05, 0.01, density=1200.0)
+    arm = b.add_body((0.0, 2.0, 1.5), mass=0.5, inertia=np.diag([1e-3, 1e-3, 1e-3]))
+    b.add_hinge(-1, arm, anchor=(0.0, 2.0, 2.0), axis=(0.0, 1.0, 1.0), compliance=1e-6)
+    b.add_obstacle_box((3.0, 0.0, 0.2), (0.2, 0.2, 0.2), mu=0.2)
+    b.add_obstacle_cylinder((3.0, 1.0, 0.2), 0.1, 0.3, mu=0.2)
+    return b.finalize("cpu")
 
 
 def chain(planar):

@@ -25,21 +25,13 @@ import pytest
 import warp as wp
 
 import softsnake
-from engine_scenes import scene_chain_3d, scene_chain_planar, scene_soft
+from engine_scenes import scene_bodies, scene_chain_3d, scene_chain_planar, scene_soft
 from softsnake.meshing import box_tet_mesh
 
 GOLDEN = Path(__file__).parent / "golden"
 STATES = GOLDEN / "states.npz"
 COMMANDS = GOLDEN / "commands"
 UPDATE = os.environ.get("SOFTSNAKE_GOLDEN_UPDATE") == "1"
-
-
-def _quat_z(angle):
-    return (0.0, 0.0, math.sin(0.5 * angle), math.cos(0.5 * angle))
-
-
-def _quat_y(angle):
-    return (0.0, math.sin(0.5 * angle), 0.0, math.cos(0.5 * angle))
 
 
 def _run(model, steps, dt=1.0 / 120.0, control_fn=None, **solver_options):
@@ -63,26 +55,6 @@ def scene_particles():
     b.add_distance(pivot, c, 0.8, compliance=1e-3, damping=0.01)
     b.add_particle((2.0, 0.0, 0.05), velocity=(1.5, 0.3, 0.0), mass=0.3, radius=0.05)
     b.add_particle((2.0, 1.0, 0.02), mass=0.3, radius=0.02)
-    return b.finalize("cpu")
-
-
-def scene_bodies():
-    """A box on a 20 deg slope, a rolling sphere, a capsule, a wheel, a hinge pendulum."""
-    b = softsnake.ModelBuilder()
-    angle = math.radians(20.0)
-    b.add_ground(mu=0.5, normal=(math.sin(angle), 0.0, math.cos(angle)))
-    box = b.add_body((0.0, 0.0, 0.06), _quat_y(angle), velocity=(0.0, 0.2, 0.0))
-    b.add_shape_box(box, (0.05, 0.05, 0.05), density=1000.0)
-    ball = b.add_body((0.5, 0.0, 0.3), velocity=(0.0, 1.0, 0.0))
-    b.add_shape_sphere(ball, 0.05, density=800.0, mu=0.3)
-    cap = b.add_body((1.0, 0.0, 0.4), _quat_y(0.3))
-    b.add_shape_capsule(cap, 0.03, 0.08, density=900.0)
-    wheel = b.add_body((1.5, 0.0, 0.4), (math.sin(-math.pi / 4), 0.0, 0.0, math.cos(-math.pi / 4)), velocity=(0.5, 0.0, 0.0))
-    b.add_shape_cylinder(wheel, 0.05, 0.01, density=1200.0)
-    arm = b.add_body((0.0, 2.0, 1.5), mass=0.5, inertia=np.diag([1e-3, 1e-3, 1e-3]))
-    b.add_hinge(-1, arm, anchor=(0.0, 2.0, 2.0), axis=(0.0, 1.0, 1.0), compliance=1e-6)
-    b.add_obstacle_box((3.0, 0.0, 0.2), (0.2, 0.2, 0.2), mu=0.2)
-    b.add_obstacle_cylinder((3.0, 1.0, 0.2), 0.1, 0.3, mu=0.2)
     return b.finalize("cpu")
 
 
