@@ -15,7 +15,7 @@ with each other and across models:
   M^-1 J^T lambda; kinematic particles and bodies count 0). Each Newton iteration moves x by
   M^-1 J^T dlambda with J of the iterate it starts from, so g = 0 up to the change of J along the
   iteration: this norm measures that lag (it is part of the merit only with
-  ``SolverSettings.balances_momentum``, which drives it to zero; otherwise the merit takes g = 0).
+  the balanced iteration, ``SolverSettings.momentum_balance``, which drives it to zero; otherwise the merit takes g = 0).
 - ``compliant``: sqrt(sum r_i^2 / D_ii) over the rows of every constraint type other than contacts
   (tetrahedra, distance and pressure rows, attachments, hinges, prismatic joints, angular springs),
   with r_i = -(c_i + gamma_i J_i (x - x_n) + (alpha lambda)_i) / (1 + gamma_i) the row's own
