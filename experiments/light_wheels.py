@@ -13,9 +13,9 @@ Three cases, each with the wheels' fastest angular speed [rad/s] and the largest
   0.5 s at one substep of 1/120 s and at the snake's own two substeps of 1/240 s; reference: one
   substep of 1/480 s, balanced, 30 x 200.
 * ``push``: one module (the snake's, 0.19 kg) pushed sideways at 1.5, 2, 2.5 and 3 times its grip
-  mu (M + 2 m) g for 0.75 s at the engine's default budget and at 8 Newton iterations (the default
-  until the fourteenth session): the largest vertical speed of the module [m/s] (it should slide
-  flat: 0).
+  mu (M + 2 m) g for 0.75 s at the engine's default budget (balanced since the fifteenth session) and at 8
+  Newton iterations (the default until the fourteenth session; plain): the largest vertical speed of the
+  module [m/s] (it should slide flat: 0).
 
 Writes light_wheels.csv/.md into --out (default experiments/results) after every row.
 
@@ -115,7 +115,8 @@ def push_rows(config):
             fastest, energy, rising = run(model, state, control, options, 1.0 / 120.0, 0.75, list(wheels),
                                           watch=lambda s: abs(float(s.body_qd.numpy()[module, 2])))
             yield {"case": "push", "substep_s": f"2 x 1/240, {fraction:g} x grip",
-                   "budget": f"{newton}x{default.linear_iterations}", "iteration": "plain",
+                   "budget": f"{newton}x{default.linear_iterations}",
+                   "iteration": "balanced" if default.replace(newton_iterations=newton).uses_momentum_balance else "plain",
                    "wheel_omega_max_rad_s": fastest, "kinetic_energy_max_j": energy, "module_vz_max_m_s": rising}
 
 
