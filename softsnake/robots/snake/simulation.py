@@ -86,20 +86,22 @@ the engine's converged default (experiments/results/convergence.md)."""
 
 SNAKE_BUDGET = {"newton_iterations": 8, "linear_iterations": 40}
 """The snake's solver budget: the cheapest of the convergence study within 5 % of the converged travel in every
-run of it, at about half the cost of 8 x 100 (the engine default until the fourteenth session). Over 10 s of the gait it lies +1.7 % (coarse mesh) and
--0.6 % (paper mesh) from the converged travel (``momentum_balance`` at 16 x 160 and, paper mesh, 16 x 320, with
-either start: 836.2 and 960.0 +- 0.3 mm; since the fourteenth session's rigid-motion friction slip the coarse
-snake's converged travel is 832.3 mm and the main job's middle snake lies 0.1 % below it, the rest not re-run);
-the paper's 4 x 20 travels 25 % short on the paper mesh. experiments/results/
-gait_sensitivity.md and convergence.md. Everything else is the engine's policy (``SolverSettings``)."""
+run of it, at about half the cost of 8 x 100 (the engine default until the fourteenth session). Below the 16
+Newton iterations from which the engine balances momentum (``SolverSettings.momentum_balance`` "auto"), so the
+gait runs seed 001's plain iteration. Over 10 s of the gait, coarse mesh, it lies 0.03 % from the converged
+travel (the balanced step at 16 x 160, either start: 832.2 mm; six snakes a micrometre apart: 831.9 +- 0.3 mm,
+fifteenth session); paper mesh, measured before the fourteenth session's rigid-motion friction slip and not
+re-run: -0.6 % from 960.0 +- 0.3 mm; the paper's 4 x 20 travels 25 % short on the paper mesh.
+experiments/results/gait_sensitivity.md and convergence.md. Everything else is the engine's policy
+(``SolverSettings``)."""
 
 SNAKE_START = {"elastic_warm_start": False}
 """The gait's start: the engine's plain warm start (contacts carried, the soft rows from zero every substep),
 not its default elastic warm start, which also carries the soft rows' multipliers. A link under the gait never
-rests, where the elastic start matters most (the stand runs it). At 8 x 40 neither start is the closer to the
-converged 10 s travel on both meshes (plain +1.7 % coarse, -0.6 % paper; elastic -0.8 %, -2.1 %), so the
-gait keeps the plain start and its outputs; its own scatter is larger (a micrometre moves its travel by
-0.5-0.6 %, the elastic start's by 0.06-0.15 %): experiments/results/gait_sensitivity.md."""
+rests, where the elastic start matters most (the stand runs it). On the coarse mesh at 8 x 40 the plain start is
+both the closer to the converged 10 s travel and the quieter (-0.03 %, a micrometre moves it 0.09 %; elastic
++1.0 % and 0.92 %: fifteenth session); on the paper mesh, before the slip's change, plain -0.6 % and elastic
+-2.1 %: experiments/results/gait_sensitivity.md."""
 
 
 def snake_solver(model, *, profile=False, **overrides):
