@@ -198,6 +198,19 @@ def test_gait_wave_runs_from_head_to_tail(coarse):
     assert np.ptp(command) > psi_to_pa(8.0)
 
 
+def test_pressure_schedule_is_what_a_run_applies(coarse):
+    """``pressure_schedule`` gives the inputs a run records, frame for frame (bit for bit: the run takes them
+    from it); without latency the differential pressure is the command itself, and with it the chambers lag
+    behind their commands (the valve model of eqs. 10-12: the first frame's pressure below the command)."""
+    command, chambers, pressure = SnakeSimulation(1, config=coarse, seconds=0.1).pressure_schedule()
+    trajectories = SnakeSimulation(1, config=coarse, seconds=0.1).run(progress=False)
+    assert np.array_equal(trajectories.command, command) and np.array_equal(trajectories.pressure, pressure)
+    assert command.shape == (13, 1, 4) and chambers.shape == (13, 1, 4, 2) and not command[0].any()
+    assert np.all(np.abs(pressure[1]) < np.abs(command[1]))
+    command, _, pressure = SnakeSimulation(1, config=coarse, seconds=0.1, latency=False).pressure_schedule()
+    np.testing.assert_allclose(pressure, command, rtol=0.0, atol=1e-9)
+
+
 def test_simulation_rejects_bad_options(coarse):
     with pytest.raises(ConfigError, match="snake_count"):
         SnakeSimulation(0, config=coarse)
