@@ -39,9 +39,16 @@ def kernels_in_the_cache():
     wp.force_load(device="cpu")
 
 
+def _default_interrupt():
+    """SIGINT back to its default in the command's process, as in a terminal: a test run started as a
+    background job (``pytest &``, ``nohup``) has SIGINT ignored, which its children inherit, and Python then
+    never turns Ctrl-C into KeyboardInterrupt."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def softsnake(*argv, cwd, **options):
     return subprocess.Popen([sys.executable, "-m", "softsnake", *argv], cwd=cwd, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, **options)
+                            stderr=subprocess.PIPE, text=True, preexec_fn=_default_interrupt, **options)
 
 
 def test_stdout_of_a_cpu_run_holds_only_softsnake_lines(tmp_path):
