@@ -90,8 +90,8 @@ run of it, at about half the cost of 8 x 100 (the engine default until the fourt
 Newton iterations from which the engine balances momentum (``SolverSettings.momentum_balance`` "auto"), so the
 gait runs seed 001's plain iteration. Over 10 s of the gait, coarse mesh, it lies 0.03 % from the converged
 travel (the balanced step at 16 x 160, either start: 832.2 mm; six snakes a micrometre apart: 831.9 +- 0.3 mm,
-fifteenth session); paper mesh, measured before the fourteenth session's rigid-motion friction slip and not
-re-run: -0.6 % from 960.0 +- 0.3 mm; the paper's 4 x 20 travels 25 % short on the paper mesh.
+fifteenth session); paper mesh, one snake: 959.4 mm, +1.1 % from the balanced 16 x 320 (949.3 mm; 16 x 160:
+944.9, so known to about 0.5 %); the paper's 4 x 20 travelled 25 % short on the paper mesh.
 experiments/results/gait_sensitivity.md and convergence.md. Everything else is the engine's policy
 (``SolverSettings``)."""
 
