@@ -9,7 +9,7 @@ the J of each iterate, and that path depends on the start; the balanced iteratio
 * ``pendulum``: a double pendulum of two compliant distance rows (compliance 1e-4 m/N) swinging from 5 m/s,
   30 steps of 1/60 s in one substep (no contact: only the lag);
 * ``bodies``: a box on a 20 degree slope, a ball rolling, a capsule and a wheel falling, a hinged arm
-  swinging, with friction (tests/test_golden_states.py's bodies), 90 steps of 1/120 s;
+  swinging, with friction (tests/engine_scenes.py's ``scene_bodies``), 90 steps of 1/120 s;
 * ``bar``: a 1 m bar of 20 x 2 x 2 cells (1 MPa, nu 0) clamped at one end and pulled by 50 N at the other,
   settled by kinetic damping in 6 steps of 0.1 s (omega h >> 1; the blow-up check off, as the damping
   zeroes velocities behind its energy history); the end's stretch against F L / (Y A);
@@ -40,16 +40,12 @@ import softsnake
 from softsnake.cli.common import experiment_parser, make_output_folder
 from softsnake.kinetic_damping import settle_with_kinetic_damping
 from softsnake.meshing import boundary_faces, box_tet_mesh, traction_nodal_forces
+from softsnake.spatial import quat_from_axis_angle
 
 from convergence import write_outputs
 
 REFERENCE = {"newton_iterations": 64, "linear_iterations": 400, "newton_tolerance": 1e-7, "linear_tolerance": 1e-6,
              "momentum_balance": True, "warm_start": False}
-
-
-def quat_axis_angle(axis, angle):
-    axis = np.asarray(axis, dtype=float) / np.linalg.norm(axis)
-    return (*(math.sin(0.5 * angle) * axis), math.cos(0.5 * angle))
 
 
 def positions(state):
@@ -58,12 +54,13 @@ def positions(state):
                       state.body_q.numpy().astype(np.float64).reshape(-1, 7)[:, :3]])
 
 
-def step_engine(model, options, steps, dt, measure=None):
+def step_engine(model, options, steps, dt):
+    """(final positions, no scene measure) after ``steps`` steps of ``dt`` [s]."""
     solver = softsnake.Solver(model, **options)
     state, control = model.state(), model.control()
     for _ in range(steps):
         solver.step(state, state, control, dt)
-    return positions(state), (measure(state) if measure else float("nan"))
+    return positions(state), float("nan")
 
 
 def pendulum(options):
@@ -80,13 +77,13 @@ def bodies(options):
     b = softsnake.ModelBuilder()
     angle = math.radians(20.0)
     b.add_ground(mu=0.5, normal=(math.sin(angle), 0.0, math.cos(angle)))
-    box = b.add_body((0.0, 0.0, 0.06), quat_axis_angle((0, 1, 0), angle), velocity=(0.0, 0.2, 0.0))
+    box = b.add_body((0.0, 0.0, 0.06), quat_from_axis_angle((0, 1, 0), angle), velocity=(0.0, 0.2, 0.0))
     b.add_shape_box(box, (0.05, 0.05, 0.05), density=1000.0)
     ball = b.add_body((0.5, 0.0, 0.3), velocity=(0.0, 1.0, 0.0))
     b.add_shape_sphere(ball, 0.05, density=800.0, mu=0.3)
-    cap = b.add_body((1.0, 0.0, 0.4), quat_axis_angle((0, 1, 0), 0.3))
+    cap = b.add_body((1.0, 0.0, 0.4), quat_from_axis_angle((0, 1, 0), 0.3))
     b.add_shape_capsule(cap, 0.03, 0.08, density=900.0)
-    wheel = b.add_body((1.5, 0.0, 0.4), quat_axis_angle((1, 0, 0), -0.5 * math.pi), velocity=(0.5, 0.0, 0.0))
+    wheel = b.add_body((1.5, 0.0, 0.4), quat_from_axis_angle((1, 0, 0), -0.5 * math.pi), velocity=(0.5, 0.0, 0.0))
     b.add_shape_cylinder(wheel, 0.05, 0.01, density=1200.0)
     arm = b.add_body((0.0, 2.0, 1.5), mass=0.5, inertia=np.diag([1e-3, 1e-3, 1e-3]))
     b.add_hinge(-1, arm, anchor=(0.0, 2.0, 2.0), axis=(0.0, 1.0, 1.0), compliance=1e-6)

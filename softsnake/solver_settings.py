@@ -102,10 +102,11 @@ class SolverSettings:
         momentum_balance: carry the momentum residual g = M (x - x~) - J(x)^T lambda in the Newton
             right-hand side and add its M-norm to the merit (``softsnake.kernels.rows``), so that a
             converged step is the implicit-Euler step exactly, whatever it started from (the step of
-            ENGINE.md: dx = M^-1 (J^T dlambda - g)). The plain iteration (seed 001's, g taken as 0) lands where its path ends, x~ + sum_k M^-1 J_k^T dlambda_k, and that
-            lag depends on the start: at every budget up to 32 x 200 a double pendulum's warm and cold runs
-            end 0.7 mm apart (5 mm from the implicit-Euler trajectory), bodies on a slope 6.5 mm apart, and a
-            stiff bar pulled at 0.1 s steps rests 4 % short warm and 0.3 % cold even at 64 x 400; balanced,
+            ENGINE.md: dx = M^-1 (J^T dlambda - g)). The plain iteration (seed 001's, g taken as 0) lands
+            where its path ends, x~ + sum_k M^-1 J_k^T dlambda_k, and that lag depends on the start: at every
+            budget up to 32 x 200 a double pendulum's warm and cold runs end 0.7 mm apart (5 mm from the
+            implicit-Euler trajectory), bodies on a slope 6.5 mm apart, and a stiff bar pulled at 0.1 s steps
+            rests 4.5 % short warm and 0.3 % cold even at 64 x 400; balanced,
             they agree to 1e-6 .. 2e-5 m and the bar to 1e-4 (experiments/start_independence.py,
             experiments/results/convergence.md, "Momentum balance by default"). The balanced iteration needs
             more Newton iterations where loaded rows turn: below 16 it can be much worse than the plain one
