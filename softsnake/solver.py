@@ -5,8 +5,8 @@ substeps. Each substep predicts positions, detects contacts, starts from the mul
 last substep (warm start: the contact rows', carried in ``State.multipliers``), runs Newton
 iterations until each world converges (``softsnake.newton``), each solving its linear system by Jacobi-preconditioned
 conjugate residual (``softsnake.linear_solve``), and sets the velocities from the positions.
-Nothing inside a step reads back to the host, so on a GPU a whole step can be captured in a CUDA
-graph; the blow-up check runs on the device in every step and its flags are read back every ``check_interval`` steps.
+Nothing inside a step reads back to the host on a GPU, so there a whole step can be captured in a CUDA
+graph (on the CPU the Newton loop ends early once every world has converged: ``Solver._every_world_holds``); the blow-up check runs on the device in every step and its flags are read back every ``check_interval`` steps.
 
 The launches of a substep are recorded once (``wp.launch(record_cmd=True)``) and replayed every
 substep: a launch from Python costs tens of microseconds on the CPU, a replay a few. They are
@@ -397,13 +397,27 @@ class Solver:
             else:
                 state.multipliers.zero_()
             self._run(recording["start"], "assemble")
+            iteration = recording["newton"]
             for _ in range(self.newton_iterations):
-                for phase, commands in recording["newton"].items():
-                    self._run(commands, phase)
+                self._run(iteration["assemble"], "assemble")
+                if self._every_world_holds():
+                    break  # the rest of the substep's iterations would change nothing
+                self._run(iteration["solve"], "solve")
+                self._run(iteration["update"], "update")
             if self.line_search:
                 self._run(recording["final_check"], "update")
             state.multiplier_step = h if self.warm_start else 0.0
         self._run(recording["finish"], "finish")
+
+    def _every_world_holds(self):
+        """On the CPU: whether every world has converged and holds its point for the rest of the substep
+        (``multipliers.judge_newton_steps``). A holding world's later iterations change neither its
+        multipliers nor its positions (``update_multipliers``, ``positions_after_update``) and re-assemble
+        the same rows at the same point, so stopping the loop there leaves every state bit for bit as the
+        whole budget would, and a converged batch pays only for the iterations it used. On the CPU the flags
+        are host memory; on a GPU the read would stall the stream and cannot be captured in a graph, so
+        there the loop runs its whole budget (converged worlds idle in it)."""
+        return self.model.device.is_cpu and bool(np.all(self.retreat.numpy() == multipliers.HOLD))
 
     # ------------------------------------------------------------------ checks
     def _check_belongs(self, obj, name):
