@@ -1,130 +1,162 @@
-"""How many Newton and linear iterations a vine needs: accuracy against cost.
+"""Which budget a vine needs: distance from the converged step, dependence on the start, and cost.
 
-The engine's settings come from the soft-snake paper (seed 001: 4 Newton iterations of 20
-conjugate residual iterations per substep). A vine is a chain of rigid bodies with far fewer rows,
-so this study measures what each setting costs in accuracy, to choose the vine's defaults
-(``softsnake.robots.vine.simulation.SOLVER_DEFAULTS``) on evidence rather than by analogy:
+A vine's answer should be the physics' and not the solver's: the same whether each step starts warm (the last
+step's contact multipliers) or cold, and the same at a larger budget. This study runs the vine scenes at several
+budgets (Newton x linear iterations at most; the engine's tolerances stop a converged step earlier), with the
+plain iteration (seed 001's) and the balanced one (``SolverSettings.momentum_balance``), warm and cold, against a
+reference: balanced, cold, 64 x 400, tolerances 1e-7 / 1e-6. Scenes:
 
-- cluttered scenes 1 and 2 (reference rollouts of seed 000's simulator, 25 links): tip error against
-  the reference (median and maximum in tube diameters), final length against the reference, whether
-  the vine passes every obstacle on the reference's side, and the largest tip distance from a
-  converged solve (``CONVERGED``: 8 Newton x 100 linear iterations) of the same scene;
-- wall scene (real robot, seed 000 Fig. 7): tip x mean absolute error against the video before
-  fitting, and the largest tip distance from the converged solve;
-- runtime vine (seed 000 Fig. 5 setting, 30 bodies, one circle, 400 steps of 10 ms, stiffness 0.5 N m/rad:
-  the stiffest chain of the experiments) and the batch benchmark's vine (15 links in cluttered scene 1, 64
-  launch angles): largest tip distance from the converged solve, in tube diameters.
+- cluttered scenes 1 and 2 (25 links, 450 steps of 1/90 s; seed 000's reference rollouts): the tip error against
+  the reference rollout (median and maximum in tube diameters D) and whether the vine passes every obstacle
+  on the reference's side;
+- the wall (real robot, seed 000 Fig. 7, 21 steps from the video's first state): the tip's x against the video
+  before fitting (mean absolute error) [mm];
+- the runtime vine (seed 000 Fig. 5: 30 bodies, one circle, 400 steps of 10 ms, stiffness 0.5 N m/rad, the
+  stiffest chain here) and the batch benchmark's vine (15 links in cluttered scene 1, 64 launch angles, 200 steps).
 
-Cost is reported as matrix products per step (Newton x linear iterations); time per step belongs to the
-benchmark (experiments/vine_runtime.py). Cluttered scene 1 is contact-rich and sensitive: even settings
-close to converged move its tip by about a diameter at the contact events, so it is read together
-with scene 2 and the wall.
+Per scene, budget and iteration: the largest tip distance over the run from the reference (warm start) and
+between the warm and the cold run, in tube diameters D, and the warm run's wall time per step [ms] (one run,
+this machine; the benchmark is experiments/vine_runtime.py). "old default" is the vines' budget until the
+sixteenth session, 4 x max(20, links), plain; "default" is what ``VineBatch`` runs now
+(``softsnake.robots.vine.simulation.SOLVER_DEFAULTS``: the engine's policy, 16 x max(100, links), balanced,
+with a Newton tolerance of 3e-5 instead of the engine's 1e-5).
 
-Writes vine_solver_settings.csv into --out (default experiments/results) and prints the table.
+Writes vine_solver_settings.csv/.md into --out (default experiments/results), rewritten after every row, so an
+interrupted run keeps what it finished.
 
-Usage: python experiments/vine_solver_settings.py [--out DIR]
+Usage: python experiments/vine_solver_settings.py [--budgets old,8x50,8x50b,16x100,16x100b,default,32x200b] [--scenes NAMES] [--out DIR]
 """
 
+import platform
 import sys
+import time
 
 import numpy as np
 import warp as wp
 
-from softsnake.cli.common import experiment_output_folder
+from softsnake.cli.common import experiment_parser, make_output_folder
 from softsnake.errors import SimulationError
-from softsnake.output_files import write_dict_csv
 from softsnake.robots.vine.benchmarks import (RUNTIME_VINE, SINGLE_DT, SINGLE_STEPS, runtime_vine_specs,
                                               spread_batch_specs)
 from softsnake.robots.vine.comparison import compare_with_reference
-from softsnake.robots.vine.reference import load_jitosho_rollout, load_wall_fit, rollout_length
+from softsnake.robots.vine.reference import load_jitosho_rollout, load_wall_fit
 from softsnake.robots.vine.scene import load_scene
 from softsnake.robots.vine.simulation import VineBatch, VineSpec, rollout, specs_from_scene
+from softsnake.solver_settings import SolverSettings
 
-CONVERGED = (8, 100)
-"""Newton and linear iterations of the converged solve every setting is compared with."""
+from convergence import write_outputs
 
-NEWTON_ITERATIONS = (1, 2, 3, 4)
-LINEAR_ITERATIONS = (10, 15, 20, 25)
+REFERENCE = {"newton_iterations": 64, "linear_iterations": 400, "newton_tolerance": 1e-7, "linear_tolerance": 1e-6,
+             "momentum_balance": True, "warm_start": False}
+TITLE = "# Vine budgets: distance from the converged step, warm against cold, cost (experiments/vine_solver_settings.py)"
 BATCH_VINES, BATCH_LINKS, BATCH_STEPS = 64, 15, 200
 
 
-def run(specs, steps, dt, newton, linear):
-    """Tips (F, V, 2) [m] and lengths (F, V) [m] of a rollout; None if it blew up."""
-    batch = VineBatch(specs, solver_options={"newton_iterations": newton, "linear_iterations": linear})
+def budget_options(name, links):
+    """(label, solver options) of a budget name: ``old`` (4 x max(20, links), plain), ``default`` (VineBatch's
+    own), NxL (plain) or NxLb (balanced) at the engine's Newton tolerance, or at TOL with the suffix @TOL.
+    Every run has the vines' energy floor of the blow-up check (``SOLVER_DEFAULTS``), which changes no step."""
+    engine_tolerance = SolverSettings.newton_tolerance
+    if name == "old":
+        return "old default 4x20 plain", {"newton_iterations": 4, "linear_iterations": max(20, links),
+                                          "momentum_balance": False, "newton_tolerance": engine_tolerance}
+    if name == "default":
+        return "default", {}
+    name, _, tolerance = name.partition("@")
+    balanced = name.endswith("b")
+    newton, linear = (int(part) for part in name.rstrip("b").split("x"))
+    options = {"newton_iterations": newton, "linear_iterations": linear, "momentum_balance": balanced,
+               "newton_tolerance": float(tolerance) if tolerance else engine_tolerance}
+    label = f"{newton}x{linear} {'balanced' if balanced else 'plain'}"
+    return (label + f", Newton tolerance {tolerance}" if tolerance else label), options
+
+
+def run(specs, steps, dt, options):
+    """(rollout or None if it blew up, wall time per step [ms])."""
+    batch = VineBatch(specs, solver_options=options)
+    start = time.perf_counter()
     try:
         result = rollout(batch, steps, dt)
     except SimulationError:
-        return None
-    return result
+        return None, float("nan")
+    return result, 1e3 * (time.perf_counter() - start) / steps
 
 
-def cluttered_cases():
-    cases = []
+def scenes():
+    """name -> (specs, steps, dt, tube diameter [m], links, measure(result) -> dict)."""
+    cases = {}
     for number in (1, 2):
         scene = load_scene(f"jitosho_cluttered_{number}")
         times, q_ref, _ = load_jitosho_rollout(number)
-        cases.append((f"cluttered_{number}", scene, specs_from_scene(scene), len(times) - 1, q_ref))
+
+        def measure(result, scene=scene, q_ref=q_ref):
+            error, same_side = compare_with_reference(scene, result.poses[:, 0], result.tips[:, 0], q_ref)
+            return {"tip_error_median_D": float(np.median(error)), "tip_error_max_D": float(error.max()),
+                    "same_side": bool(same_side.all())}
+        cases[f"cluttered_{number}"] = (specs_from_scene(scene), len(times) - 1, scene.sim.dt,
+                                        2.0 * scene.vine.tube_radius, scene.vine.link_count, measure)
+    wall = load_scene("jitosho_wall")
+    reference = load_wall_fit()
+    poses, velocities = reference.initial_state()
+    frames = reference.frame_steps(wall.sim.dt)
+    video_x = reference.video_points[:, -1, 0]
+    cases["wall"] = ([VineSpec(wall.vine, wall.obstacles, initial_poses=poses, initial_velocities=velocities)],
+                     int(frames[-1]), wall.sim.dt, 2.0 * wall.vine.tube_radius, wall.vine.link_count,
+                     lambda result: {"tip_x_mae_mm": float(1e3 * np.abs(result.tips[frames, 0, 0] - video_x).mean())})
+    runtime = runtime_vine_specs(30)
+    cases["runtime_30_bodies"] = (runtime, SINGLE_STEPS, SINGLE_DT, 2.0 * RUNTIME_VINE.tube_radius,
+                                  runtime[0].vine.link_count, lambda result: {})
+    batch_scene = load_scene("jitosho_cluttered_1")
+    batch = spread_batch_specs(batch_scene, BATCH_LINKS, BATCH_VINES, np.random.default_rng(0))
+    cases[f"batch_{BATCH_LINKS}_links"] = (batch, BATCH_STEPS, batch_scene.sim.dt, 2.0 * batch_scene.vine.tube_radius,
+                                           BATCH_LINKS, lambda result: {})
     return cases
 
 
-def wall_case():
-    scene = load_scene("jitosho_wall")
-    reference = load_wall_fit()
-    poses, velocities = reference.initial_state()
-    steps = int(reference.frame_steps(scene.sim.dt)[-1])
-    return scene, [VineSpec(scene.vine, scene.obstacles, initial_poses=poses, initial_velocities=velocities)], steps, reference
+def tip_distance(a, b, diameter):
+    """Largest tip distance between two rollouts over every recorded step and vine [D]."""
+    return float(np.linalg.norm(a.tips - b.tips, axis=-1).max() / diameter)
 
 
 def main(argv=None):
-    out = experiment_output_folder(__doc__, __file__, argv)
-    print(f"device: {wp.get_device('cpu')} ({wp.get_device('cpu').name})")
-
-    clutter = cluttered_cases()
-    wall_scene, wall_specs, wall_steps, wall_reference = wall_case()
-    wall_frames = wall_reference.frame_steps(wall_scene.sim.dt)
-    wall_video_x = wall_reference.video_points[:, -1, 0]
-    batch_scene = load_scene("jitosho_cluttered_1")
-    batch = spread_batch_specs(batch_scene, BATCH_LINKS, BATCH_VINES, np.random.default_rng(0))
-    chains = {
-        "runtime_30_bodies": (runtime_vine_specs(30), SINGLE_STEPS, SINGLE_DT, 2.0 * RUNTIME_VINE.tube_radius),
-        f"batch_{BATCH_LINKS}_links": (batch, BATCH_STEPS, batch_scene.sim.dt, 2.0 * batch_scene.vine.tube_radius),
-        "wall": (wall_specs, wall_steps, wall_scene.sim.dt, 2.0 * wall_scene.vine.tube_radius),
-    }
-    converged = {name: run(specs, steps, scene.sim.dt, *CONVERGED) for name, scene, specs, steps, _ in clutter}
-    converged.update({name: run(specs, steps, dt, *CONVERGED) for name, (specs, steps, dt, _) in chains.items()})
-
+    parser = experiment_parser(__doc__, __file__)
+    parser.add_argument("--budgets", default="old,8x50,8x50b,16x100,16x100b,default,32x200b",
+                        help="comma-separated: old, default, NxL (plain), NxLb (balanced), each NxL[b]@TOL with a Newton tolerance")
+    parser.add_argument("--scenes", default=None, help="comma-separated scene names (default: all)")
+    args = parser.parse_args(argv)
+    out = make_output_folder(args.out)
+    cases = scenes()
+    if args.scenes:
+        unknown = set(args.scenes.split(",")) - set(cases)
+        if unknown:
+            parser.error(f"unknown scenes {sorted(unknown)}; choose from {', '.join(cases)}")
+        cases = {name: cases[name] for name in args.scenes.split(",")}
+    header = (f"Device: cpu ({platform.machine()}), warp {wp.config.version}. Reference: balanced, cold, 64 x 400, "
+              f"tolerances 1e-7 / 1e-6. Distances: the largest tip distance over the run and the vines [D, tube "
+              f"diameters]; wall time: the warm run, per step [ms], one run.")
     rows = []
-    for newton in NEWTON_ITERATIONS:
-        for linear in LINEAR_ITERATIONS:
-            row = {"newton_iterations": newton, "linear_iterations": linear, "products_per_step": newton * linear}
-            for name, scene, specs, steps, q_ref in clutter:
-                result = run(specs, steps, scene.sim.dt, newton, linear)
-                if result is None:
-                    row[f"{name}_blew_up"] = True
-                    continue
-                error, same_side = compare_with_reference(scene, result.poses[:, 0], result.tips[:, 0], q_ref)
-                row[f"{name}_tip_error_median_D"] = float(np.median(error))
-                row[f"{name}_tip_error_max_D"] = float(error.max())
-                row[f"{name}_length_percent"] = float(100.0 * (result.lengths[-1, 0] / rollout_length(q_ref[-1]) - 1.0))
-                row[f"{name}_same_side"] = bool(same_side.all())
-                row[f"{name}_from_converged_max_D"] = float(
-                    np.abs(result.tips - converged[name].tips).max() / (2.0 * scene.vine.tube_radius))
-            for name, (specs, steps, dt, diameter) in chains.items():
-                result = run(specs, steps, dt, newton, linear)
-                if result is None:
-                    row[f"{name}_blew_up"] = True
-                    continue
-                row[f"{name}_from_converged_max_D"] = float(
-                    np.linalg.norm(result.tips - converged[name].tips, axis=-1).max() / diameter)
-                if name == "wall":
-                    row["wall_tip_x_mae_mm"] = float(1e3 * np.abs(result.tips[wall_frames, 0, 0] - wall_video_x).mean())
+    for scene_name, (specs, steps, dt, diameter, links, measure) in cases.items():
+        reference, _ = run(specs, steps, dt, REFERENCE)
+        for name in args.budgets.split(","):
+            label, options = budget_options(name, links)
+            warm, wall_ms = run(specs, steps, dt, options)
+            cold, _ = run(specs, steps, dt, {**options, "warm_start": False})
+            row = {"scene": scene_name, "budget": label}
+            if warm is None or cold is None:
+                row["blew_up"] = True
+            else:
+                row.update({"from_reference_D": tip_distance(warm, reference, diameter),
+                            "warm_vs_cold_D": tip_distance(warm, cold, diameter),
+                            "cold_from_reference_D": tip_distance(cold, reference, diameter),
+                            "ms_per_step": wall_ms, **measure(warm)})
             rows.append(row)
             print(", ".join(f"{key} {value:.4g}" if isinstance(value, float) else f"{key} {value}"
                             for key, value in row.items()), flush=True)
-    keys = list(dict.fromkeys(key for row in rows for key in row))
-    write_dict_csv(out / "vine_solver_settings.csv",
-                   [{key: (f"{row[key]:.5g}" if isinstance(row.get(key), float) else row.get(key, "")) for key in keys}
-                    for row in rows])
+            write_outputs(out, "vine_solver_settings", rows, [TITLE, "", header])
+        reference_row = {"scene": scene_name, "budget": "reference 64x400 balanced cold", "from_reference_D": 0.0,
+                         **measure(reference)}
+        rows.append(reference_row)
+        write_outputs(out, "vine_solver_settings", rows, [TITLE, "", header])
     return 0
 
 

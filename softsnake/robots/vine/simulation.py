@@ -31,6 +31,7 @@ from softsnake.builder import ModelBuilder
 from softsnake.errors import ConfigError
 from softsnake.output_files import replaced_when_complete
 from softsnake.solver import Solver
+from softsnake.solver_settings import SolverSettings
 from softsnake.units import psi_to_pa
 from softsnake.validation import positive_integer, positive_number
 
@@ -47,21 +48,38 @@ STEERING_CURVATURE_MAX = 2.0
 STEERING_SUPPLY_PRESSURE = psi_to_pa(10.0)
 """Supply pressure of the steering muscles [Pa] (the PressureLatency default)."""
 
-CPU_SECONDS_PER_BODY_STEP = 2e-5
-"""Wall time of one step per rigid body of a vine on one CPU core [s], for run estimates: a 30-body
-vine steps in 0.43 ms on this project's CPU (1.4e-5 s per body; experiments/results/vine.md), the rest
-a margin for slower machines."""
+CPU_SECONDS_PER_BODY_STEP = 8e-5
+"""Wall time of one step per rigid body of a vine on one CPU core [s], for run estimates: at the vines'
+budget (the engine's, since the sixteenth session) cluttered scene 2's 50-body vine steps in 3.2 ms on this
+project's CPU (6.3e-5 s per body, the slowest of experiments/results/vine.md's vine scenes), the rest a margin
+for slower machines."""
 
-SOLVER_DEFAULTS = {"substeps": 1, "newton_iterations": 4, "linear_iterations": 20}
-"""Solver settings of the vine rollouts: one substep per step of the papers' dt (1/90 s) follows
-the reference rollouts of seed 000 more closely than two (experiments/results/vine.md). Vines of
-more than 20 links get one linear iteration per link instead (``solver_settings``)."""
+SOLVER_DEFAULTS = {"substeps": 1, "newton_tolerance": 3e-5, "energy_floor": 1e-3}
+"""Solver settings of the vine rollouts over the engine's policy (``SolverSettings``: 16 Newton x 100
+conjugate residual iterations at most, the balanced iteration, warm started):
+
+- one substep per step of the papers' dt (1/90 s): it follows the reference rollouts of seed 000 more
+  closely than two (experiments/results/vine.md);
+- a Newton tolerance of 3e-5 (the engine's: 1e-5): a vine's merit falls to float32's round-off floor at 1-3e-5
+  of its start (root) within 5-7 iterations and then wanders there, so at 1e-5 most steps ran all 16
+  iterations for nothing (cluttered scene 1: 373 of 450); at 3e-5 they stop at the floor, up to 2.2 times
+  faster (cluttered scene 1; a batch of 64 vines 1.5 times), their tips 0.003 tube diameters or less from a step solved far past convergence, as at 1e-5;
+- a kinetic energy floor of the blow-up check of 1e-3 J (the engine's: 1e-6 J): a vine's kinetic energy while
+  growing is 1e-5 to 5e-4 J, and a growth rate changed at once (a video's length schedule: 1.1e-6 J to
+  4.9e-4 J in one step of 1/90 s, the same at 32 x 200) is physics the one-step rule would stop; the video
+  fits raised it for the same reason (``video_fit.SOLVER_OPTIONS``).
+
+Vines of more than 100 links get one linear iteration per link (``solver_settings``). Until the sixteenth
+session vines ran seed 001's 4 x 20, plain: on cluttered scene 1 that ends 0.77 tube diameters (11.5 mm) from
+the converged step and up to 0.065 diameters apart warm and cold, at about a quarter of the cost
+(experiments/results/vine.md, "The vine's budget")."""
 
 
 def solver_settings(link_count, solver_options=None):
-    """Solver keyword arguments for vines of ``link_count`` links: ``SOLVER_DEFAULTS``, with at least
-    one conjugate residual iteration per link, then ``solver_options`` over them; everything else is
-    the engine's policy (``SolverSettings``: warm started, tolerances), obstacles with friction or not.
+    """Solver keyword arguments for vines of ``link_count`` links: ``SOLVER_DEFAULTS`` and the engine's
+    policy, with at least one conjugate residual iteration per link, then ``solver_options`` over them;
+    everything else is the engine's policy (``SolverSettings``: warm started, tolerances), obstacles with
+    friction or not.
 
     A Jacobi-preconditioned Krylov iteration carries a correction one joint further along the chain
     per matrix product, so a fixed count stops reaching the tip from the base on long vines: with 20
@@ -69,7 +87,7 @@ def solver_settings(link_count, solver_options=None):
     after touching the circle; with one iteration per link they grow past it.
     """
     settings = dict(SOLVER_DEFAULTS)
-    settings["linear_iterations"] = max(settings["linear_iterations"], int(link_count))
+    settings["linear_iterations"] = max(SolverSettings.linear_iterations, int(link_count))
     return {**settings, **(solver_options or {})}
 
 
