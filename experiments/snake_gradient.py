@@ -19,7 +19,11 @@ rollout at the factor times (1 +- d) for several d.
 Prints a table (device, the adjoint, each central difference, wall times) and writes snake_gradient.csv (step) or
 snake_gradient_gait_<T>s.csv into --out (default experiments/results), rewritten after every row.
 
-Usage: python experiments/snake_gradient.py [--steps 46 | --gait-seconds T] [--out DIR]
+A long rollout's check can run on two cores at once: one process with ``--methods adjoint``, another with
+``--methods central`` (each writes its own rows; give them different --out folders).
+
+Usage: python experiments/snake_gradient.py [--steps 46 | --gait-seconds T] [--methods adjoint,central]
+           [--central-steps 0.03,0.01,0.003] [--out DIR]
 """
 
 import platform
@@ -103,7 +107,20 @@ def main(argv=None):
     parser.add_argument("--steps", type=int, default=46, help="steps of 1/240 s of the chamber step (default: 46)")
     parser.add_argument("--gait-seconds", type=float, default=None,
                         help="run the gait for this long instead of the chamber step [s]")
+    parser.add_argument("--methods", default="adjoint,central", help="adjoint, central or both (default both): "
+                        "two processes with one each run a long rollout's check on two cores at once")
+    parser.add_argument("--central-steps", default=",".join(f"{d:g}" for d in STEPS_RELATIVE),
+                        help="relative central-difference steps (default 0.03,0.01,0.003)")
     args = parser.parse_args(argv)
+    methods = {name.strip() for name in args.methods.split(",") if name.strip()}
+    if not methods or methods - {"adjoint", "central"}:
+        parser.error(f"--methods takes adjoint and/or central, got {args.methods!r}")
+    try:
+        central_steps = [float(d) for d in args.central_steps.split(",") if d.strip()]
+    except ValueError:
+        parser.error(f"--central-steps takes comma-separated numbers, got {args.central_steps!r}")
+    if "central" in methods and not (central_steps and all(0.0 < d < 0.5 for d in central_steps)):
+        parser.error(f"--central-steps must lie between 0 and 0.5, got {args.central_steps!r}")
     if args.steps < 1:
         parser.error("--steps must be at least 1")
     if args.gait_seconds is not None and not 1.0 / 120.0 <= args.gait_seconds <= 60.0:
@@ -113,22 +130,25 @@ def main(argv=None):
     snake = SnakeRollout(args.steps, args.gait_seconds)
     print(f"Snake gradient: device cpu ({platform.machine()}), warp {wp.config.version}; coarse snake, "
           f"{snake.describe()}; {BUDGET['newton_iterations']} x {BUDGET['linear_iterations']} balanced")
-    start = time.perf_counter()
-    solver, records, particle_q, body_q = snake.run(1.0, record=True)
-    rollout_seconds = time.perf_counter() - start
-    start = time.perf_counter()
-    _, grads = rollout_gradient(solver, records, {"particle_q": snake.particle_seed, "body_q": snake.body_seed},
-                                {"youngs_modulus": snake.model.tet_youngs_modulus})
-    gradient_seconds = time.perf_counter() - start
-    adjoint = float((grads["youngs_modulus"] * snake.modulus).sum())
-    loss = snake.loss(particle_q, body_q)
-    rows = [{"method": "adjoint", "step_relative": "", "loss_m": loss, "dloss_dfactor_m": adjoint,
-             "wall_s": gradient_seconds}]
-    print(f"loss {loss:.6g} m; rollout {rollout_seconds:.1f} s")
-    print(f"{'method':>22} {'d loss / d factor [m]':>22} {'wall [s]':>9}")
-    print(f"{'adjoint':>22} {adjoint:>22.4g} {gradient_seconds:>9.1f}")
-    write_dict_csv(out / name, rows)
-    for d in STEPS_RELATIVE:
+    rows = []
+    adjoint = rollout_seconds = gradient_seconds = None
+    if "adjoint" in methods:
+        start = time.perf_counter()
+        solver, records, particle_q, body_q = snake.run(1.0, record=True)
+        rollout_seconds = time.perf_counter() - start
+        start = time.perf_counter()
+        _, grads = rollout_gradient(solver, records, {"particle_q": snake.particle_seed, "body_q": snake.body_seed},
+                                    {"youngs_modulus": snake.model.tet_youngs_modulus})
+        gradient_seconds = time.perf_counter() - start
+        adjoint = float((grads["youngs_modulus"] * snake.modulus).sum())
+        loss = snake.loss(particle_q, body_q)
+        rows.append({"method": "adjoint", "step_relative": "", "loss_m": loss, "dloss_dfactor_m": adjoint,
+                     "wall_s": gradient_seconds})
+        print(f"loss {loss:.6g} m; rollout {rollout_seconds:.1f} s")
+        print(f"{'method':>22} {'d loss / d factor [m]':>22} {'wall [s]':>9}")
+        print(f"{'adjoint':>22} {adjoint:>22.4g} {gradient_seconds:>9.1f}")
+        write_dict_csv(out / name, rows)
+    for d in central_steps if "central" in methods else []:
         start = time.perf_counter()
         plus = snake.loss(*snake.run(1.0 + d, record=False)[2:])
         minus = snake.loss(*snake.run(1.0 - d, record=False)[2:])
@@ -138,10 +158,11 @@ def main(argv=None):
                      "wall_s": wall})
         print(f"{'central, d = ' + format(d, 'g'):>22} {difference:>22.4g} {wall:>9.1f}")
         write_dict_csv(out / name, rows)
-    differences = [row["dloss_dfactor_m"] for row in rows[1:]]
-    print(f"adjoint against the central differences' mean: {100.0 * (adjoint / np.mean(differences) - 1.0):+.1f} % "
-          f"(their spread {100.0 * (max(differences) - min(differences)) / abs(np.mean(differences)):.1f} %); the "
-          f"gradient cost {gradient_seconds / rollout_seconds:.1f} rollouts")
+    differences = [row["dloss_dfactor_m"] for row in rows if row["method"] == "central difference"]
+    if adjoint is not None and differences:
+        print(f"adjoint against the central differences' mean: {100.0 * (adjoint / np.mean(differences) - 1.0):+.1f} % "
+              f"(their spread {100.0 * (max(differences) - min(differences)) / abs(np.mean(differences)):.1f} %); the "
+              f"gradient cost {gradient_seconds / rollout_seconds:.1f} rollouts")
 
 
 if __name__ == "__main__":
