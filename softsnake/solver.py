@@ -6,7 +6,9 @@ last substep (warm start: the contact rows', carried in ``State.multipliers``), 
 iterations until each world converges (``softsnake.newton``), each solving its linear system by Jacobi-preconditioned
 conjugate residual (``softsnake.linear_solve``), and sets the velocities from the positions.
 Nothing inside a step reads back to the host on a GPU, so there a whole step can be captured in a CUDA
-graph (on the CPU the Newton loop ends early once every world has converged: ``Solver._every_world_holds``); the blow-up check runs on the device in every step and its flags are read back every ``check_interval`` steps.
+graph (on the CPU the Newton loop ends early once every world has converged: ``Solver._every_world_holds``);
+the blow-up check runs on the device in every step and its flags are read back every ``check_interval``
+steps.
 
 The launches of a substep are recorded once (``wp.launch(record_cmd=True)``) and replayed every
 substep: a launch from Python costs tens of microseconds on the CPU, a replay a few. They are

@@ -63,7 +63,8 @@ conjugate residual iterations at most, the balanced iteration, warm started):
 - a Newton tolerance of 3e-5 (the engine's: 1e-5): a vine's merit falls to float32's round-off floor at 1-3e-5
   of its start (root) within 5-7 iterations and then wanders there, so at 1e-5 most steps ran all 16
   iterations for nothing (cluttered scene 1: 373 of 450); at 3e-5 they stop at the floor, up to 2.2 times
-  faster (cluttered scene 1; a batch of 64 vines 1.5 times), their tips 0.003 tube diameters or less from a step solved far past convergence, as at 1e-5;
+  faster (cluttered scene 1; a batch of 64 vines 1.5 times), their tips 0.003 tube diameters or less from
+  a step solved far past convergence, as at 1e-5;
 - a kinetic energy floor of the blow-up check of 1e-3 J (the engine's: 1e-6 J): a vine's kinetic energy while
   growing is 1e-5 to 5e-4 J, and a growth rate changed at once (a video's length schedule: 1.1e-6 J to
   4.9e-4 J in one step of 1/90 s, the same at 32 x 200) is physics the one-step rule would stop; the video
