@@ -325,6 +325,28 @@ def steered_vine_into_a_box(friction, solver_options=None):
     return batch.state.body_q.numpy()[:, :3].astype(np.float64), spin, speed
 
 
+def test_growth_rate_changed_at_once_is_not_a_blow_up():
+    """A free 10-link vine growing at 0.02 m/s whose growth rate is set to 0.4 m/s at once (as a video's length
+    schedule does): the converged step takes its kinetic energy from 2.7e-6 J to 1.1e-3 J in one step (400 times),
+    which is physics. The vines' blow-up energy floor (1e-3 J, ``SOLVER_DEFAULTS``) lets it run; the engine's
+    (1e-6 J) stops it as a blow-up, which is why vines raise it."""
+    def grow(options):
+        vine = VineParams(heading=0.0, length=0.3, link_count=10, growth_rate=0.02)
+        batch = VineBatch([VineSpec(vine)], solver_options=options)
+        energy = []
+        for k in range(20):
+            if k == 10:
+                batch.set_growth_rate(0.4)
+            batch.step(DT)
+            energy.append(float(batch.model.kinetic_energy(batch.state)[0]))
+        return energy
+
+    energy = grow(None)
+    assert energy[10] > 100.0 * energy[9] > 1e-4
+    with pytest.raises(softsnake.SimulationError, match="in one step"):
+        grow({"energy_floor": 1e-6})
+
+
 @pytest.mark.parametrize("friction, spin_limit", [(0.0, 10.0), (0.3, 25.0)])
 def test_steered_vine_meets_a_box_without_spinning(friction, spin_limit):
     """The steered vine (``steered_vine_into_a_box``) at the vines' default budget, warm started.
