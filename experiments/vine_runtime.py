@@ -24,7 +24,7 @@ Prints the device; writes vine_runtime_single.csv, vine_runtime_batch.csv and vi
 into --out (default experiments/results).
 
 Usage: python experiments/vine_runtime.py [--out DIR] [--device cpu|cuda] [--quick] [--links 10,15]
-       [--sizes 1,64,4096] [--bodies 30,60] [--linear-solvers per_world,block,batched]
+       [--sizes 1,64,4096] [--bodies 30,60] [--linear-solvers per_world,block,batched] [--budget default|old]
 """
 
 import argparse
@@ -63,6 +63,20 @@ BATCH_LINKS = (10, 15, 20, 40)
 WORKERS_MIN_VINES = 64
 """Smallest batch also timed split over worker processes (CPU)."""
 
+BUDGETS = {"default": {}, "old": {"newton_iterations": 4, "linear_iterations": 20, "momentum_balance": False,
+                                  "newton_tolerance": 1e-5}}
+"""Solver options of ``--budget``: the vines' own (converged; ``simulation.SOLVER_DEFAULTS``), or ``old``, seed
+001's 4 x 20, plain, the vines' budget until the sixteenth session (at least one linear iteration per link, as
+it was), for comparison with the timings taken then (vine.md, gpu.md section 3)."""
+
+
+def budget_options(budget, links):
+    """Solver options of a ``--budget`` name for vines of ``links`` links."""
+    options = dict(BUDGETS[budget])
+    if "linear_iterations" in options:
+        options["linear_iterations"] = max(options["linear_iterations"], links)
+    return options
+
 
 def linear_solvers(text):
     """Comma-separated SolverSettings.linear_solver values."""
@@ -95,13 +109,13 @@ def timed_steps(batch, steps, dt):
     return float(np.median(seconds))
 
 
-def single_vine(device, body_counts, linear_solver="auto"):
+def single_vine(device, body_counts, linear_solver="auto", budget="default"):
     rows = []
     for bodies in body_counts:
         seconds = []
         for _ in range(REPEATS):
             batch = VineBatch(runtime_vine_specs(bodies), device=device,
-                              solver_options={"linear_solver": linear_solver})
+                              solver_options={"linear_solver": linear_solver, **budget_options(budget, bodies // 2)})
             batch.step(SINGLE_DT)
             wp.synchronize_device(batch.model.device)
             start = time.perf_counter()
@@ -111,9 +125,10 @@ def single_vine(device, body_counts, linear_solver="auto"):
             seconds.append((time.perf_counter() - start) / (SINGLE_STEPS - 1))
         seconds = float(np.median(seconds))
         tip = batch.poses()[0, -1, :2]
-        rows.append({"bodies": bodies, "linear_solver": linear_solver, "steps": SINGLE_STEPS, "ms_per_step": 1e3 * seconds,
+        rows.append({"bodies": bodies, "linear_solver": linear_solver, "budget": budget, "steps": SINGLE_STEPS,
+                     "ms_per_step": 1e3 * seconds,
                      "realtime_factor": SINGLE_DT / seconds, "final_tip_x_m": float(tip[0]), "final_tip_y_m": float(tip[1])})
-        print(f"  {bodies:3d} bodies, {linear_solver}: {1e3 * seconds:7.3f} ms per 10 ms step ({SINGLE_DT / seconds:5.2f} x real time)")
+        print(f"  {bodies:3d} bodies, {linear_solver}, {budget} budget: {1e3 * seconds:7.3f} ms per 10 ms step ({SINGLE_DT / seconds:5.2f} x real time)")
     return rows
 
 
@@ -123,7 +138,7 @@ def batch_steps(vines, links):
     return 100 if work <= 640 else (20 if work <= 10240 else 5)
 
 
-def batched(device, sizes, link_counts, processes, linear_solver="auto"):
+def batched(device, sizes, link_counts, processes, linear_solver="auto", budget="default"):
     """Time per step of batches with ``linear_solver`` (SolverSettings.linear_solver); on the CPU also
     split over ``processes`` worker processes for the batches of at least ``WORKERS_MIN_VINES`` vines."""
     scene = load_scene("jitosho_cluttered_1")
@@ -135,8 +150,9 @@ def batched(device, sizes, link_counts, processes, linear_solver="auto"):
             splits = (1, processes) if processes > 1 and vines >= WORKERS_MIN_VINES else (1,)
             for workers in splits:
                 start = time.perf_counter()
-                batch = (VineBatch(specs, device=device, solver_options={"linear_solver": linear_solver}) if workers == 1
-                         else VineBatchWorkers(specs, workers=workers))
+                options = budget_options(budget, links)
+                batch = (VineBatch(specs, device=device, solver_options={"linear_solver": linear_solver, **options})
+                         if workers == 1 else VineBatchWorkers(specs, workers=workers, solver_options=options))
                 build = time.perf_counter() - start
                 steps = batch_steps(vines, links)
                 try:
@@ -145,9 +161,9 @@ def batched(device, sizes, link_counts, processes, linear_solver="auto"):
                     if workers > 1:
                         batch.close()
                 rows.append({"links": links, "vines": vines, "processes": workers, "linear_solver": linear_solver,
-                             "steps": steps,
+                             "budget": budget, "steps": steps,
                              "ms_per_step": 1e3 * seconds, "ms_per_vine_step": 1e3 * seconds / vines, "build_s": build})
-                print(f"  {links:2d} links x {vines:4d} vines, {workers} process(es), {linear_solver}: "
+                print(f"  {links:2d} links x {vines:4d} vines, {workers} process(es), {linear_solver}, {budget} budget: "
                       f"{1e3 * seconds:9.2f} ms per step, "
                       f"{1e3 * seconds / vines:7.3f} ms per vine and step ({steps} steps; built in {build:.1f} s)")
     return rows
@@ -206,18 +222,21 @@ def main(argv=None):
     parser.add_argument("--linear-solvers", type=linear_solvers, default=["auto"],
                         help="SolverSettings.linear_solver values, each timed on every case (default auto; on a GPU "
                              "e.g. per_world,block)")
+    parser.add_argument("--budget", choices=sorted(BUDGETS), default="default",
+                        help="the vines' converged budget (default) or the old 4 x 20, plain, for comparison")
     args = parser.parse_args(argv)
     out = make_output_folder(args.out)
     device = wp.get_device(args.device)
     print(f"device: {device} ({device.name})")
     print("seed 000 Fig. 5: one vine, 400 steps of 10 ms, one circular obstacle")
     bodies = args.bodies or ((30, 60) if args.quick else SINGLE_BODY_COUNTS)
-    single = [row for solver in args.linear_solvers for row in single_vine(args.device, bodies, solver)]
+    single = [row for solver in args.linear_solvers for row in single_vine(args.device, bodies, solver, args.budget)]
     print("seed 003 Fig. 5: batches of vines with random launch angles")
     processes = (os.cpu_count() or 1) if device.is_cpu else 1
     sizes = args.sizes or (BATCH_SIZES[:4] if args.quick else BATCH_SIZES)
     batch = [row for k, solver in enumerate(args.linear_solvers)  # worker processes: once, with the first solver
-             for row in batched(args.device, sizes, args.links or BATCH_LINKS, processes if k == 0 else 1, solver)]
+             for row in batched(args.device, sizes, args.links or BATCH_LINKS, processes if k == 0 else 1, solver,
+                                args.budget)]
     write_csv(out / "vine_runtime_single.csv", single)
     write_csv(out / "vine_runtime_batch.csv", batch)
     plot(single, batch, f"{device} {device.name}", out / "vine_runtime.png")
