@@ -40,7 +40,7 @@ from softsnake.output_files import write_dict_csv
 from softsnake.plotting import new_figure, save, styled
 from softsnake.robots.vine.benchmarks import SINGLE_DT, SINGLE_STEPS, runtime_vine_specs, spread_batch_specs
 from softsnake.robots.vine.scene import load_scene
-from softsnake.robots.vine.simulation import VineBatch
+from softsnake.robots.vine.simulation import VineBatch, seed_001_solver_options
 from softsnake.robots.vine.workers import VineBatchWorkers
 from softsnake.solver_settings import LINEAR_SOLVERS
 
@@ -63,19 +63,15 @@ BATCH_LINKS = (10, 15, 20, 40)
 WORKERS_MIN_VINES = 64
 """Smallest batch also timed split over worker processes (CPU)."""
 
-BUDGETS = {"default": {}, "old": {"newton_iterations": 4, "linear_iterations": 20, "momentum_balance": False,
-                                  "newton_tolerance": 1e-5}}
-"""Solver options of ``--budget``: the vines' own (converged; ``simulation.SOLVER_DEFAULTS``), or ``old``, seed
-001's 4 x 20, plain, the vines' budget until the sixteenth session (at least one linear iteration per link, as
-it was), for comparison with the timings taken then (vine.md, gpu.md section 3)."""
+BUDGETS = ("default", "old")
+"""``--budget``: the vines' own (converged; ``simulation.SOLVER_DEFAULTS``), or ``old``, seed 001's 4 x 20, plain
+(``simulation.seed_001_solver_options``), the vines' budget until the sixteenth session, for comparison with the
+timings taken then (vine.md, gpu.md section 3)."""
 
 
 def budget_options(budget, links):
     """Solver options of a ``--budget`` name for vines of ``links`` links."""
-    options = dict(BUDGETS[budget])
-    if "linear_iterations" in options:
-        options["linear_iterations"] = max(options["linear_iterations"], links)
-    return options
+    return seed_001_solver_options(links) if budget == "old" else {}
 
 
 def linear_solvers(text):
@@ -222,7 +218,7 @@ def main(argv=None):
     parser.add_argument("--linear-solvers", type=linear_solvers, default=["auto"],
                         help="SolverSettings.linear_solver values, each timed on every case (default auto; on a GPU "
                              "e.g. per_world,block)")
-    parser.add_argument("--budget", choices=sorted(BUDGETS), default="default",
+    parser.add_argument("--budget", choices=BUDGETS, default="default",
                         help="the vines' converged budget (default) or the old 4 x 20, plain, for comparison")
     args = parser.parse_args(argv)
     out = make_output_folder(args.out)

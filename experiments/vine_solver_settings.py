@@ -41,7 +41,7 @@ from softsnake.robots.vine.benchmarks import (RUNTIME_VINE, SINGLE_DT, SINGLE_ST
 from softsnake.robots.vine.comparison import compare_with_reference
 from softsnake.robots.vine.reference import load_jitosho_rollout, load_wall_fit
 from softsnake.robots.vine.scene import load_scene
-from softsnake.robots.vine.simulation import VineBatch, VineSpec, rollout, specs_from_scene
+from softsnake.robots.vine.simulation import VineBatch, VineSpec, rollout, seed_001_solver_options, specs_from_scene
 from softsnake.solver_settings import SolverSettings
 
 from convergence import write_outputs
@@ -58,8 +58,7 @@ def budget_options(name, links):
     Every run has the vines' energy floor of the blow-up check (``SOLVER_DEFAULTS``), which changes no step."""
     engine_tolerance = SolverSettings.newton_tolerance
     if name == "old":
-        return "old default 4x20 plain", {"newton_iterations": 4, "linear_iterations": max(20, links),
-                                          "momentum_balance": False, "newton_tolerance": engine_tolerance}
+        return "old default 4x20 plain", seed_001_solver_options(links)
     if name == "default":
         return "default", {}
     name, _, tolerance = name.partition("@")

@@ -104,10 +104,9 @@ def test_newton_loop_ending_early_on_the_cpu_changes_no_bit(scene, monkeypatch):
     (``Solver._every_world_holds``). A scene (the soft cantilever with its pressure rows at 20 kPa, bodies of
     every shape with friction and a hinge, or three worlds of a compliant double pendulum swinging at 0.5, 2
     and 5 m/s, which converge at different iterations; at the default tolerance they never all do, so there
-    it is 1e-3) stepped 40 times at the default budget: the states,
-    velocities and multipliers
-    are bit for bit those of the same run with the loop forced to its whole budget, and the loop did end
-    early (otherwise the test would compare nothing)."""
+    it is 1e-3) stepped 40 times at the default budget: the states, velocities and multipliers are bit for
+    bit those of the same run with the loop forced to its whole budget, and the loop did end early (otherwise
+    the test would compare nothing)."""
     from engine_scenes import chain_builder, scene_bodies, scene_soft
 
     def build():

@@ -76,6 +76,15 @@ the converged step and up to 0.065 diameters apart warm and cold, at about a qua
 (experiments/results/vine.md, "The vine's budget")."""
 
 
+def seed_001_solver_options(link_count):
+    """Solver options of the vines' budget through the fifteenth session, to compare with: seed 001's 4 Newton x 20
+    conjugate residual iterations (at least one per link), the plain iteration, the engine's Newton tolerance
+    (1e-5). Not converged: up to 0.8 tube diameters from the step (experiments/results/vine.md, "The vine's
+    budget")."""
+    return {"newton_iterations": 4, "linear_iterations": max(20, int(link_count)), "momentum_balance": False,
+            "newton_tolerance": SolverSettings.newton_tolerance}
+
+
 def solver_settings(link_count, solver_options=None):
     """Solver keyword arguments for vines of ``link_count`` links: ``SOLVER_DEFAULTS`` and the engine's
     policy, with at least one conjugate residual iteration per link, then ``solver_options`` over them;

@@ -21,8 +21,8 @@ from softsnake.robots.vine.robot import (add_obstacles, add_vine, mlp_moment_cur
                                          wrinkling_moment_curve)
 from softsnake.robots.vine.scene import (ObstacleCircle, ObstacleRectangle, ObstacleWall, VineParams, load_scene,
                                          obstacle_signed_distance)
-from softsnake.robots.vine.simulation import (SOLVER_DEFAULTS, VineBatch, VineSpec, rollout, solver_settings,
-                                              specs_from_scene, steering_pressure)
+from softsnake.robots.vine.simulation import (SOLVER_DEFAULTS, VineBatch, VineSpec, rollout, seed_001_solver_options,
+                                              solver_settings, specs_from_scene, steering_pressure)
 
 G = 9.81
 DT = 1.0 / 90.0
@@ -374,7 +374,7 @@ def test_vine_default_answer_is_converged_and_does_not_depend_on_the_start():
                                           "newton_tolerance": 1e-7, "warm_start": False})[0]
     assert np.linalg.norm(warm - cold, axis=1).max() < 1e-3
     assert np.linalg.norm(warm - finer, axis=1).max() < 1e-2
-    old = {"newton_iterations": 4, "linear_iterations": 20, "momentum_balance": False, "newton_tolerance": 1e-5}
+    old = seed_001_solver_options(15)
     old_warm = steered_vine_into_a_box(0.3, old)[0]
     old_cold = steered_vine_into_a_box(0.3, {**old, "warm_start": False})[0]
     assert np.linalg.norm(old_warm - old_cold, axis=1).max() > 1e-2
