@@ -21,7 +21,7 @@ graph and replayed, 20 Jacobi-preconditioned conjugate residual iterations, no t
 
 Prints ms per solve (median of --repeats timed blocks of --replays replays) and each solution's
 relative residual and its difference from the first solver's (per_world for worlds of at most
-``PER_WORLD_MAX_ROWS`` rows, batched above: one GPU thread per world takes about a second per solve of
+``BLOCK_MAX_ROWS`` rows, batched above: one GPU thread per world takes about a second per solve of
 a snake) (same iterates: float round-off).
 
     python experiments/gpu_linear_solvers.py [--device cuda] [--cases snake:1,snake:32,vine:1,vine:4096]
@@ -38,7 +38,7 @@ from warp.optim.linear import LinearOperator, cr
 
 from softsnake import linear_solve
 from softsnake.linear_solve import multiply_commands, solve_commands
-from softsnake.solver import PER_WORLD_MAX_ROWS
+from softsnake.solver import BLOCK_MAX_ROWS
 from softsnake.robots.snake.bench import case_model, device_name
 from softsnake.robots.snake.config import load_snake_config
 from softsnake.robots.snake.gait import GaitParams, gait_command
@@ -164,7 +164,7 @@ def measure(solver, replays, repeats):
     results, reference = {}, None
     largest = solver.model.largest_world_rows
     # One GPU thread per world takes ~1 s per solve of a paper-mesh snake: only for small worlds.
-    first = ("per_world",) if largest <= PER_WORLD_MAX_ROWS else ()
+    first = ("per_world",) if largest <= BLOCK_MAX_ROWS else ()
     for variant in (*first, "batched", "block", *(f"block:{t}" for t in BLOCK_THREADS), "warp_cr"):
         x = wp.zeros_like(solver.rhs)
         if variant == "warp_cr":

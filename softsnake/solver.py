@@ -35,21 +35,32 @@ from .linear_solve import solve_commands
 from .solver_settings import SolverSettings
 from .validation import time_step
 
-PER_WORLD_MAX_ROWS = 1024
-"""Above this many rows in one world, "auto" leaves the one-thread-per-world linear solver on a GPU (it
-runs one world's whole solve on one GPU thread: 8.2 s per frame for one paper-mesh snake on an H100)."""
+BLOCK_MAX_ROWS = 1024
+"""Up to this many rows in its largest world, "auto" runs a GPU's linear solves one thread block per world
+(at most 256 threads, so at most 4 rows per thread): a small world's iteration then costs a few
+microseconds, where the batched solver's 4 launches cost about 18 us whatever the size (measured on an H100:
+``auto_linear_solver``). Between the vines' 120-240 rows and the snakes' 28 332 the crossing is not measured:
+from the per-iteration costs at the two ends (block: 4.6 us per row a thread walks; batched: 18 us), it lies
+near 1000 rows."""
 
 
 def auto_linear_solver(model):
-    """The linear solver "auto" picks (``SolverSettings.linear_solver``), from the H100 measurement of
-    experiments/results/gpu.md (paper-mesh snakes, 28 332 rows each, ms per frame): "per_world" on the
-    CPU and for worlds of at most ``PER_WORLD_MAX_ROWS`` rows; for larger worlds "batched" while there
-    are fewer worlds than the GPU has multiprocessors (1 / 10 / 32 snakes: 30.6 / 57.8 / 72.7 ms against
-    84.5 / 151 / 168 for one block per world, which leaves most of the GPU idle), "block" from then on
-    (128 snakes: 198 against 204 ms, 256: 262 against 341, 1024: 876 against 1295)."""
-    if model.device.is_cpu or model.largest_world_rows <= PER_WORLD_MAX_ROWS:
+    """The linear solver "auto" picks (``SolverSettings.linear_solver``), from an H100's measurements
+    (experiments/results/gpu.md, sections 2 and 8; ms per step, medians):
+
+    - On the CPU, "per_world" (one thread per world; a GPU's thread blocks are one thread there).
+    - On a GPU, "block" for worlds of at most ``BLOCK_MAX_ROWS`` rows: one 30-body vine (120 rows) 3.6 ms
+      against 38.2 (per_world) and 28.7 (batched); 1024 vines of 15 links (240 rows) 12.4 against 457.5 and
+      54.0. One GPU thread per world never won there: it walks a world's whole solve in sequence.
+    - On a GPU, for larger worlds, "batched" while there are fewer worlds than the GPU has multiprocessors
+      (paper-mesh snakes, 28 332 rows: 1 / 10 / 32 / 128 snakes 14.6 / 28.0 / 44.9 / 186 ms per frame
+      against 84.6 / 147 / 166 / 205 for one block per world, which leaves most of the GPU idle), "block"
+      from then on (256 snakes: 262 against 341 ms, 1024: 876 against 1295; the first H100 session)."""
+    if model.device.is_cpu:
         return "per_world"
-    return "block" if model.world_count >= model.device.sm_count else "batched"
+    if model.largest_world_rows <= BLOCK_MAX_ROWS or model.world_count >= model.device.sm_count:
+        return "block"
+    return "batched"
 
 
 RECORDINGS_KEPT = 2

@@ -49,10 +49,10 @@ class SolverSettings:
         linear_solver: "batched" (kernels over all rows of all worlds, 4 launches per iteration),
             "per_world" (one thread per world, the whole solve one launch: many small worlds, and the
             CPU), "block" (one thread block per world, the whole solve one launch: large worlds on a
-            GPU), or "auto" (per_world on the CPU and wherever no world has more than
-            ``PER_WORLD_MAX_ROWS`` rows; otherwise batched for fewer worlds than the GPU has
+            GPU), or "auto" (per_world on the CPU; on a GPU block where no world has more than
+            ``BLOCK_MAX_ROWS`` rows, otherwise batched for fewer worlds than the GPU has
             multiprocessors and block from then on: ``softsnake.solver.auto_linear_solver``, set from
-            an H100's measurement). All give the same iterates, up to float round-off on a GPU (block
+            an H100's measurements). All give the same iterates, up to float round-off on a GPU (block
             and batched add their inner products in trees); on the CPU batched equals per_world bit
             for bit.
         warm_start: start each substep from the contact rows' multipliers of the last one (rescaled to
