@@ -105,7 +105,7 @@ def timed_steps(batch, steps, dt):
     return float(np.median(seconds))
 
 
-def single_vine(device, body_counts, linear_solver="auto", budget="default"):
+def single_vine(device, body_counts, linear_solver="auto", budget="default", steps=SINGLE_STEPS):
     rows = []
     for bodies in body_counts:
         seconds = []
@@ -115,13 +115,13 @@ def single_vine(device, body_counts, linear_solver="auto", budget="default"):
             batch.step(SINGLE_DT)
             wp.synchronize_device(batch.model.device)
             start = time.perf_counter()
-            for _ in range(SINGLE_STEPS - 1):
+            for _ in range(steps - 1):
                 batch.step(SINGLE_DT)
             wp.synchronize_device(batch.model.device)
-            seconds.append((time.perf_counter() - start) / (SINGLE_STEPS - 1))
+            seconds.append((time.perf_counter() - start) / (steps - 1))
         seconds = float(np.median(seconds))
         tip = batch.poses()[0, -1, :2]
-        rows.append({"bodies": bodies, "linear_solver": linear_solver, "budget": budget, "steps": SINGLE_STEPS,
+        rows.append({"bodies": bodies, "linear_solver": linear_solver, "budget": budget, "steps": steps,
                      "ms_per_step": 1e3 * seconds,
                      "realtime_factor": SINGLE_DT / seconds, "final_tip_x_m": float(tip[0]), "final_tip_y_m": float(tip[1])})
         print(f"  {bodies:3d} bodies, {linear_solver}, {budget} budget: {1e3 * seconds:7.3f} ms per 10 ms step ({SINGLE_DT / seconds:5.2f} x real time)")
@@ -182,7 +182,7 @@ def plot(single, batch, device_name, path):
     single_axes.plot([30], [TARGET_MS_30_BODIES], "gv", markersize=9, label="target, 30 bodies")
     single_axes.set_xlabel("bodies")
     single_axes.set_ylabel("ms per step")
-    single_axes.set_title(f"one vine, 400 steps ({device_name})")
+    single_axes.set_title(f"one vine, {single[0]['steps'] if single else SINGLE_STEPS} steps ({device_name})")
     single_axes.legend()
     runs = dict.fromkeys((r["links"], r["processes"], r["linear_solver"]) for r in batch)
     for links, processes, solver in sorted(runs):
@@ -220,13 +220,19 @@ def main(argv=None):
                              "e.g. per_world,block)")
     parser.add_argument("--budget", choices=BUDGETS, default="default",
                         help="the vines' converged budget (default) or the old 4 x 20, plain, for comparison")
+    parser.add_argument("--single-steps", type=int, default=SINGLE_STEPS,
+                        help=f"steps of the one-vine study (default {SINGLE_STEPS}, seed 000's run; fewer time the "
+                             "first part of the growth only, for a short session)")
     args = parser.parse_args(argv)
+    if args.single_steps < 2:
+        parser.error(f"--single-steps must be at least 2 (one untimed step, then the timed ones), got {args.single_steps}")
     out = make_output_folder(args.out)
     device = wp.get_device(args.device)
     print(f"device: {device} ({device.name})")
-    print("seed 000 Fig. 5: one vine, 400 steps of 10 ms, one circular obstacle")
+    print(f"seed 000 Fig. 5: one vine, {args.single_steps} steps of 10 ms, one circular obstacle")
     bodies = args.bodies or ((30, 60) if args.quick else SINGLE_BODY_COUNTS)
-    single = [row for solver in args.linear_solvers for row in single_vine(args.device, bodies, solver, args.budget)]
+    single = [row for solver in args.linear_solvers
+              for row in single_vine(args.device, bodies, solver, args.budget, args.single_steps)]
     print("seed 003 Fig. 5: batches of vines with random launch angles")
     processes = (os.cpu_count() or 1) if device.is_cpu else 1
     sizes = args.sizes or (BATCH_SIZES[:4] if args.quick else BATCH_SIZES)

@@ -9,6 +9,7 @@
 #   bash tools/gpu/session.sh table2             # seed 001's Table II, 1..1024 paper snakes, two solvers
 #   bash tools/gpu/session.sh solvers vines      # the linear solvers alone; the vines with all three solvers
 #   bash tools/gpu/session.sh gait               # softsnake gait --device cuda --snakes 1024 --seconds 10
+#   bash tools/gpu/session.sh worlds             # do identical worlds stay identical (gpu_world_independence.py)
 #
 # Several stages in one call run in order, each under STAGE_SECONDS (set it so that they fit the call's
 # limit together: `STAGE_SECONDS=270 ... solvers vines`). Output goes to $OUT (the folder
@@ -20,7 +21,9 @@
 # Environment: PYTHON (default python3), OUT, STASH (default /tmp/softsnake-gpu), STAGE_SECONDS,
 # WORKERS (pytest-xdist processes, default 14), SNAKES (gait, default 1024), TEST_DEVICES (the
 # suite's SOFTSNAKE_TEST_DEVICES) and DEVICE (the benchmarks' and the gait's): both cuda by default, cpu for a
-# dry run of a stage here.
+# dry run of a stage here; TABLE2_CASES (table2's --cases) and VINES_ARGS (vine_runtime.py's options but
+# --device and --out) for a shorter stage; TESTS (pytest's test paths, default all: the files a cut run
+# left unrun first, say).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -32,6 +35,9 @@ WORKERS=${WORKERS:-14}
 SNAKES=${SNAKES:-1024}
 DEVICE=${DEVICE:-cuda}
 TEST_DEVICES=${TEST_DEVICES:-$DEVICE}
+TABLE2_CASES=${TABLE2_CASES:-0.25,1,10,32,128,256,1024}
+TESTS=${TESTS:-}
+VINES_ARGS=${VINES_ARGS:---links 15 --sizes 1,256,4096 --bodies 30 --linear-solvers per_world,block,batched}
 mkdir -p "$OUT" "$STASH/parts"
 
 use_payload() {
@@ -97,9 +103,10 @@ tests() {
     warm
     local timeout_option=()
     "$PYTHON" -c "import pytest_timeout" 2> /dev/null && timeout_option=(--timeout 300)
+    # shellcheck disable=SC2086  # $TESTS is a list of test paths
     SOFTSNAKE_TEST_DEVICES=$TEST_DEVICES timeout --signal=INT "$STAGE_SECONDS" "$PYTHON" -m pytest -n "$WORKERS" \
         -vv -rfE --tb=short -p no:cacheprovider "${timeout_option[@]}" --junitxml="$OUT/junit.xml" \
-        2>&1 | tee "$OUT/tests.log" | grep -E "FAILED|ERROR|passed|failed" | tail -40
+        $TESTS 2>&1 | tee "$OUT/tests.log" | grep -E "FAILED|ERROR|passed|failed" | tail -40
 }
 
 # One experiment under the stage's time limit, its printout in $OUT/NAME.log and its files in $OUT/NAME.tar.gz.
@@ -114,7 +121,7 @@ experiment() {
 
 table2() {
     use_payload
-    experiment table2 experiments/gpu_benchmarks.py --device "$DEVICE" --cases 0.25,1,10,32,128,256,1024 \
+    experiment table2 experiments/gpu_benchmarks.py --device "$DEVICE" --cases "$TABLE2_CASES" \
         --peer-cases 1,32 --frames 5 --warmup 2 --out "$OUT/table2"
 }
 
@@ -125,8 +132,13 @@ solvers() {
 
 vines() {
     use_payload
-    experiment vines experiments/vine_runtime.py --device "$DEVICE" --links 15 --sizes 1,256,4096 --bodies 30 \
-        --linear-solvers per_world,block,batched --out "$OUT/vines"
+    # shellcheck disable=SC2086  # $VINES_ARGS is a list of options
+    experiment vines experiments/vine_runtime.py --device "$DEVICE" $VINES_ARGS --out "$OUT/vines"
+}
+
+worlds() {
+    use_payload
+    experiment worlds experiments/gpu_world_independence.py --device "$DEVICE" --out "$OUT/worlds"
 }
 
 gait() {
@@ -140,8 +152,8 @@ gait() {
 [ $# -gt 0 ] || { sed -n '2,20p' "$0"; exit 2; }
 for stage in "$@"; do
     case "$stage" in
-        stash|install|warm|tests|table2|solvers|vines|gait) echo "== $stage ($(date -u +%T))"; "$stage" || exit 1 ;;
-        *) echo "session.sh: unknown stage $stage (stash, install, warm, tests, table2, solvers, vines, gait)" >&2
+        stash|install|warm|tests|table2|solvers|vines|worlds|gait) echo "== $stage ($(date -u +%T))"; "$stage" || exit 1 ;;
+        *) echo "session.sh: unknown stage $stage (stash, install, warm, tests, table2, solvers, vines, worlds, gait)" >&2
            exit 2 ;;
     esac
 done
