@@ -47,15 +47,25 @@ from softsnake.solver_settings import SolverSettings
 from convergence import write_outputs
 
 REFERENCE = {"newton_iterations": 64, "linear_iterations": 400, "newton_tolerance": 1e-7, "linear_tolerance": 1e-6,
-             "momentum_balance": True, "warm_start": False}
+             "newton_stall_iterations": 0, "momentum_balance": True, "warm_start": False}
 TITLE = "# Vine budgets: distance from the converged step, warm against cold, cost (experiments/vine_solver_settings.py)"
 BATCH_VINES, BATCH_LINKS, BATCH_STEPS = 64, 15, 200
 
 
 def budget_options(name, links):
     """(label, solver options) of a budget name: ``old`` (4 x max(20, links), plain), ``default`` (VineBatch's
-    own), NxL (plain) or NxLb (balanced) at the engine's Newton tolerance, or at TOL with the suffix @TOL.
-    Every run has the vines' energy floor of the blow-up check (``SOLVER_DEFAULTS``), which changes no step."""
+    own), NxL (plain) or NxLb (balanced) at the engine's Newton tolerance, or at TOL with the suffix @TOL; any
+    of them with the suffix +stallK stops on stagnation after K iterations (``newton_stall_iterations``; 0:
+    never). Every run has the vines' energy floor of the blow-up check (``SOLVER_DEFAULTS``), which changes no
+    step."""
+    name, _, stall = name.partition("+stall")
+    label, options = _budget_options(name, links)
+    if stall:
+        return f"{label}, stall {int(stall)}", {**options, "newton_stall_iterations": int(stall)}
+    return label, options
+
+
+def _budget_options(name, links):
     engine_tolerance = SolverSettings.newton_tolerance
     if name == "old":
         return "old default 4x20 plain", seed_001_solver_options(links)
@@ -120,7 +130,8 @@ def tip_distance(a, b, diameter):
 def main(argv=None):
     parser = experiment_parser(__doc__, __file__)
     parser.add_argument("--budgets", default="old,8x50,8x50b,16x100,16x100b,default,32x200b",
-                        help="comma-separated: old, default, NxL (plain), NxLb (balanced), each NxL[b]@TOL with a Newton tolerance")
+                        help="comma-separated: old, default, NxL (plain), NxLb (balanced), each NxL[b]@TOL with a Newton tolerance, "
+                             "any with +stallK (stop on stagnation after K iterations; 0: never)")
     parser.add_argument("--scenes", default=None, help="comma-separated scene names (default: all)")
     args = parser.parse_args(argv)
     out = make_output_folder(args.out)

@@ -160,8 +160,9 @@ def assemble_commands(solver, state, control, h):
             m.particle_world_start_device, m.body_world_start_device, m.particle_count, s.momentum_gap,
             m.particle_inv_mass, state.body_q, m.body_inv_mass, m.body_inertia], outputs=[s.merit]))
     commands.append(s.record(multipliers.judge_newton_steps, m.world_count, [
-        s.merit, int(s.line_search), 0.5 ** s.line_search_halvings, s.newton_tolerance * s.newton_tolerance],
-        outputs=[s.merit_ref, s.merit_first, s.step_scale, s.retreat]))
+        s.merit, int(s.line_search), 0.5 ** s.line_search_halvings, s.newton_tolerance * s.newton_tolerance,
+        s.newton_stall_iterations], outputs=[s.merit_ref, s.merit_first, s.merit_best, s.newton_stalls, s.step_scale,
+                                             s.retreat]))
     commands.append(s.record(multipliers.hold_converged_rows, m.row_count, [m.row_world, s.retreat], outputs=[s.rhs]))
     commands.append(s.record(integration.remember_accepted_points, s.entity_count, [
         s.offset, m.particle_count, m.particle_world, m.body_world, s.retreat], outputs=[s.offset_ref]))

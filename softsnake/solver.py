@@ -188,10 +188,11 @@ class Solver:
         self.row_live, self.live_rows, self.JT_live_ends = zeros(m.row_count, int), zeros(m.row_count, int), zeros(dofs, int)
         # Chunk sums: of z.Az (the linear solve) and of the others (A p . P A p, merits).
         self.partial, self.zAz_partial = zeros(m.chunk_count), zeros(m.chunk_count)
-        for name in ("zAz", "zAz_next", "zAz_start", "merit", "merit_ref", "merit_first", "step_scale",
+        for name in ("zAz", "zAz_next", "zAz_start", "merit", "merit_ref", "merit_first", "merit_best", "step_scale",
                      "kinetic_energy", "energy_growth", "energy_streak"):
             setattr(self, name, zeros(m.world_count))
         self.retreat, self.world_flag = zeros(m.world_count, int), zeros(m.world_count, int)
+        self.newton_stalls = zeros(m.world_count, int)
         self.energy_streak_steps, self.energy_peak = zeros(m.world_count, int), zeros(m.world_count)
         # The elastic warm start's second start (SolverSettings.elastic_warm_start): carried multipliers, the
         # first start kept, the merits of both.

@@ -46,8 +46,11 @@ def judge_newton_steps(
     line_search: int,
     min_scale: float,
     tolerance_sq: float,
+    stall_iterations: int,
     merit_ref: wp.array(dtype=float),
     merit_first: wp.array(dtype=float),
+    merit_best: wp.array(dtype=float),
+    stalls: wp.array(dtype=int),
     step_scale: wp.array(dtype=float),
     retreat: wp.array(dtype=int),
 ):
@@ -61,13 +64,28 @@ def judge_newton_steps(
     takes the new step in full. A world whose merit rose retreats to half of what it took, unless it
     already stands at ``min_scale``: then it keeps the point (the step was a descent of the linear
     model; round-off can hide that in the merit) and goes on from there.
+
+    Stagnation (``stall_iterations`` > 0, ``SolverSettings.newton_stall_iterations``): ``stalls`` counts the
+    iterations in a row whose merit did not fall below ``merit_best``, the substep's lowest; a world that
+    has stalled ``stall_iterations`` times at a merit no higher than its first holds its point too. At
+    float32's round-off floor a merit wanders up and down without a new low for long; a converging one
+    sets a new low nearly every iteration.
     """
     w = nonnegative(wp.tid())
     m = merit[w]
     scale = step_scale[w]
     if scale == 0.0:
         merit_first[w] = m
-    if m <= tolerance_sq * merit_first[w]:
+        merit_best[w] = m
+        stalls[w] = 0
+    elif m < merit_best[w]:
+        merit_best[w] = m
+        stalls[w] = 0
+    else:
+        merit_best[w] = wp.min(merit_best[w], m)
+        stalls[w] = stalls[w] + 1
+    stalled = stall_iterations > 0 and stalls[w] >= stall_iterations and m <= merit_first[w]
+    if m <= tolerance_sq * merit_first[w] or stalled:
         merit_ref[w] = m
         step_scale[w] = 1.0
         retreat[w] = HOLD
