@@ -37,11 +37,11 @@ from .validation import time_step
 
 BLOCK_MAX_ROWS = 1024
 """Up to this many rows in its largest world, "auto" runs a GPU's linear solves one thread block per world
-(at most 256 threads, so at most 4 rows per thread): a small world's iteration then costs a few
-microseconds, where the batched solver's 4 launches cost about 18 us whatever the size (measured on an H100:
-``auto_linear_solver``). Between the vines' 120-240 rows and the snakes' 28 332 the crossing is not measured:
-from the per-iteration costs at the two ends (block: 4.6 us per row a thread walks; batched: 18 us), it lies
-near 1000 rows."""
+(``linear_solve.block_threads``: whole warps, about 8 rows per thread, 128 threads at 1024 rows): a small
+world's iteration then costs a few microseconds, where the batched solver's 4 launches cost about 18 us
+whatever the size (measured on an H100: ``auto_linear_solver``). Between the vines' 120-240 rows and the
+snakes' 28 332 the crossing is not measured: from the per-iteration costs at the two ends (block: 4.6 us per
+row a thread walks; batched: 18 us), it lies near 1000 rows."""
 
 
 def auto_linear_solver(model):
