@@ -15,7 +15,7 @@ number of distinct local states and the largest deviation of a world's particle 
 0's in each eighth of the batch (worlds ordered by index). The answer the engine promises: 1 distinct
 state, deviations 0 (on the CPU: checked with 3 snakes, 3 frames).
 
-    python experiments/gpu_world_independence.py [--device cuda] [--snakes 256] [--frames 30]
+    python experiments/gpu_world_independence.py [--device cuda] [--snakes 128] [--frames 30]
         [--variants block/graph/inplace/1,block/nograph/inplace/1,...]
 
 Writes gpu_world_independence.csv into --out.
@@ -86,7 +86,7 @@ def run_variant(device, snakes, frames, solver_name, graph, in_place, spacing):
 def main(argv=None):
     parser = experiment_parser(__doc__, __file__)
     parser.add_argument("--device", default="cuda", help="Warp device (default cuda; cpu: the reference, all zeros)")
-    parser.add_argument("--snakes", type=int, default=256, help="copies of the coarse snake (default 256)")
+    parser.add_argument("--snakes", type=int, default=128, help="copies of the coarse snake (default 128)")
     parser.add_argument("--frames", type=int, default=30, help="frames of 1/120 s (default 30)")
     parser.add_argument("--variants", default=DEFAULT_VARIANTS,
                         help="comma-separated solver/graph|nograph/inplace|twostates/spacing (default: %(default)s)")
