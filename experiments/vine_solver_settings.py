@@ -19,7 +19,8 @@ between the warm and the cold run, in tube diameters D, and the warm run's wall 
 this machine; the benchmark is experiments/vine_runtime.py). "old default" is the vines' budget until the
 sixteenth session, 4 x max(20, links), plain; "default" is what ``VineBatch`` runs now
 (``softsnake.robots.vine.simulation.SOLVER_DEFAULTS``: the engine's policy, 16 x max(100, links), balanced,
-with a Newton tolerance of 3e-5 instead of the engine's 1e-5).
+stopping also at twice the round-off floor, ``newton_floor``; until the seventeenth session a Newton tolerance
+of 3e-5 instead, ``16x100b@3e-5+floor0``).
 
 Writes vine_solver_settings.csv/.md into --out (default experiments/results), rewritten after every row, so an
 interrupted run keeps what it finished.
@@ -47,7 +48,7 @@ from softsnake.solver_settings import SolverSettings
 from convergence import write_outputs
 
 REFERENCE = {"newton_iterations": 64, "linear_iterations": 400, "newton_tolerance": 1e-7, "linear_tolerance": 1e-6,
-             "newton_stall_iterations": 0, "momentum_balance": True, "warm_start": False}
+             "newton_floor": 0.0, "momentum_balance": True, "warm_start": False}
 TITLE = "# Vine budgets: distance from the converged step, warm against cold, cost (experiments/vine_solver_settings.py)"
 BATCH_VINES, BATCH_LINKS, BATCH_STEPS = 64, 15, 200
 
@@ -55,13 +56,14 @@ BATCH_VINES, BATCH_LINKS, BATCH_STEPS = 64, 15, 200
 def budget_options(name, links):
     """(label, solver options) of a budget name: ``old`` (4 x max(20, links), plain), ``default`` (VineBatch's
     own), NxL (plain) or NxLb (balanced) at the engine's Newton tolerance, or at TOL with the suffix @TOL; any
-    of them with the suffix +stallK stops on stagnation after K iterations (``newton_stall_iterations``; 0:
-    never). Every run has the vines' energy floor of the blow-up check (``SOLVER_DEFAULTS``), which changes no
-    step."""
-    name, _, stall = name.partition("+stall")
+    of them with the suffix +floorF stops at F times the round-off floor (``newton_floor``; 0: never). Every run
+    has the vines' energy floor of the blow-up check (``SOLVER_DEFAULTS``), which changes no step."""
+    name, *suffixes = name.split("+")
     label, options = _budget_options(name, links)
-    if stall:
-        return f"{label}, stall {int(stall)}", {**options, "newton_stall_iterations": int(stall)}
+    for suffix in suffixes:
+        if not suffix.startswith("floor"):
+            raise ValueError(f"budget suffix +{suffix} is not +floorF")
+        label, options = f"{label}, floor {float(suffix[5:]):g}", {**options, "newton_floor": float(suffix[5:])}
     return label, options
 
 
@@ -131,7 +133,7 @@ def main(argv=None):
     parser = experiment_parser(__doc__, __file__)
     parser.add_argument("--budgets", default="old,8x50,8x50b,16x100,16x100b,default,32x200b",
                         help="comma-separated: old, default, NxL (plain), NxLb (balanced), each NxL[b]@TOL with a Newton tolerance, "
-                             "any with +stallK (stop on stagnation after K iterations; 0: never)")
+                             "any with +floorF (stop at F times the round-off floor; 0: never)")
     parser.add_argument("--scenes", default=None, help="comma-separated scene names (default: all)")
     args = parser.parse_args(argv)
     out = make_output_folder(args.out)

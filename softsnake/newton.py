@@ -150,6 +150,21 @@ def system_commands(solver, state, control, h):
     return commands
 
 
+def round_off_commands(solver, state):
+    """What float32's rounding of the positions alone leaves in each world's merit (``solver.merit_floor``):
+    the rows' share (``multipliers.row_round_off``) and, where the iteration balances momentum, the gap's."""
+    m, s = solver.model, solver
+    commands = [s.record(multipliers.row_round_off, m.row_count, [
+        m.solve_offsets, m.solve_columns, s.J_solve_values, state.particle_q, state.body_q, m.particle_count,
+        s.row_residual_scale], outputs=[s.row_floor])]
+    commands += world_dot_commands(s, s.row_floor, s.row_floor, s.merit_floor, weight=s.inv_diagonal)
+    if s.balances_momentum:
+        commands.append(s.record(momentum.add_momentum_round_off, m.world_count, [
+            m.particle_world_start_device, m.body_world_start_device, state.particle_q, m.particle_inv_mass,
+            state.body_q, m.body_inv_mass, m.body_inertia, float(multipliers.ROUND_OFF)], outputs=[s.merit_floor]))
+    return commands
+
+
 def assemble_commands(solver, state, control, h):
     """Steps 1 and 2 of an iteration: the linear system at the current positions and the judged last step."""
     m, s = solver.model, solver
@@ -159,10 +174,11 @@ def assemble_commands(solver, state, control, h):
         commands.append(s.record(momentum.add_momentum_merit, m.world_count, [
             m.particle_world_start_device, m.body_world_start_device, m.particle_count, s.momentum_gap,
             m.particle_inv_mass, state.body_q, m.body_inv_mass, m.body_inertia], outputs=[s.merit]))
+    if s.newton_floor > 0.0:
+        commands += round_off_commands(s, state)
     commands.append(s.record(multipliers.judge_newton_steps, m.world_count, [
         s.merit, int(s.line_search), 0.5 ** s.line_search_halvings, s.newton_tolerance * s.newton_tolerance,
-        s.newton_stall_iterations], outputs=[s.merit_ref, s.merit_first, s.merit_best, s.newton_stalls, s.step_scale,
-                                             s.retreat]))
+        s.newton_floor * s.newton_floor, s.merit_floor], outputs=[s.merit_ref, s.merit_first, s.step_scale, s.retreat]))
     commands.append(s.record(multipliers.hold_converged_rows, m.row_count, [m.row_world, s.retreat], outputs=[s.rhs]))
     commands.append(s.record(integration.remember_accepted_points, s.entity_count, [
         s.offset, m.particle_count, m.particle_world, m.body_world, s.retreat], outputs=[s.offset_ref]))

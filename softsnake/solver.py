@@ -181,18 +181,17 @@ class Solver:
         self.J_solve_values = zeros(m.solve_nnz) if m.solve_compact else self.J_values
         self.JT_values = zeros(m.solve_nnz)
         for name in ("row_c", "row_compliance", "row_coupling", "row_damping", "rhs", "residual", "compliance_eff",
-                     "coupling_eff", "inv_diagonal", "dlam", "dlam_taken", "z", "p", "Az", "Ap"):
+                     "coupling_eff", "inv_diagonal", "dlam", "dlam_taken", "z", "p", "Az", "Ap", "row_floor"):
             setattr(self, name, zeros(m.row_count))
         self.row_residual_scale = wp.ones(max(m.row_count, 1), dtype=float, device=m.device)
         # Per-world solve scratch: live rows (flags and list) and where each column of J^T ends.
         self.row_live, self.live_rows, self.JT_live_ends = zeros(m.row_count, int), zeros(m.row_count, int), zeros(dofs, int)
         # Chunk sums: of z.Az (the linear solve) and of the others (A p . P A p, merits).
         self.partial, self.zAz_partial = zeros(m.chunk_count), zeros(m.chunk_count)
-        for name in ("zAz", "zAz_next", "zAz_start", "merit", "merit_ref", "merit_first", "merit_best", "step_scale",
+        for name in ("zAz", "zAz_next", "zAz_start", "merit", "merit_ref", "merit_first", "merit_floor", "step_scale",
                      "kinetic_energy", "energy_growth", "energy_streak"):
             setattr(self, name, zeros(m.world_count))
         self.retreat, self.world_flag = zeros(m.world_count, int), zeros(m.world_count, int)
-        self.newton_stalls = zeros(m.world_count, int)
         self.energy_streak_steps, self.energy_peak = zeros(m.world_count, int), zeros(m.world_count)
         # The elastic warm start's second start (SolverSettings.elastic_warm_start): carried multipliers, the
         # first start kept, the merits of both.

@@ -42,14 +42,16 @@ class SolverSettings:
         newton_tolerance: a world stops iterating (holds its point for the rest of the substep) once the
             root of its merit has fallen by this factor from the substep's start [-]: converged worlds
             do no more work. 0 runs every iteration.
-        newton_stall_iterations: a world also stops once this many Newton iterations in a row have not
-            lowered its merit below the lowest of the substep, and its merit is no higher than at the
-            substep's start [-]: a merit at float32's round-off floor only wanders, and where a warm start
-            begins at that floor (a vine at rest: 47 % of a 64-vine batch's substeps) ``newton_tolerance``
-            can never be reached. 0 (the default) never stops on stagnation. Measured on the vine scenes
-            (experiments/results/vine.md, "Stopping on stagnation"): 4 held a warm vine of cluttered scene 1
-            far from its step (0.10 tube diameters from the reference, 0.003 without); 6 held none there,
-            for 6-29 % less time.
+        newton_floor: a world also stops once the root of its merit is within this factor of its round-off
+            floor [-]: what float32's rounding of its positions alone leaves in its merit (each coordinate x
+            stored to about 2^-23 |x| / sqrt(12), carried through its rows and, balanced, its momentum gap;
+            ``multipliers.row_round_off``). Below that floor the merit only wanders, so a relative
+            ``newton_tolerance`` under it is never met: a warm start already at the floor (a vine at rest: 47 %
+            of a 64-vine batch's substeps) ran every iteration. 0 (the default) never stops there. The vines
+            run 2 (``softsnake.robots.vine.simulation.SOLVER_DEFAULTS``: as close to a step solved far past
+            convergence or closer, up to 8 times faster; experiments/results/vine.md, "Stopping at the
+            round-off floor"); on the golden scenes' frictional particles and bodies 2 stopped up to 1.0 mm from
+            such a step (0.15 mm without): the estimate lies further above their floor, so the engine keeps 0.
         linear_iterations: conjugate residual iterations per Newton iteration, at most (the paper: 20).
         linear_tolerance: a world's linear solve stops once its preconditioned residual has fallen by
             this factor [-]: converged worlds do no more work, and a solve never iterates on round-off.
@@ -190,7 +192,7 @@ class SolverSettings:
     substeps: int = 2
     newton_iterations: int = 16
     newton_tolerance: float = 1.0e-5
-    newton_stall_iterations: int = 0
+    newton_floor: float = 0.0
     linear_iterations: int = 100
     linear_tolerance: float = 1.0e-3
     linear_solver: str = "auto"
@@ -219,12 +221,12 @@ class SolverSettings:
             if isinstance(value, bool) or not float(value).is_integer() or value < 1:
                 raise ConfigError(f"{name} must be a positive integer, got {value!r}")
             object.__setattr__(self, name, int(value))
-        for name in ("line_search_halvings", "newton_stall_iterations"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not float(value).is_integer() or value < 0:
-                raise ConfigError(f"{name} must be a non-negative integer, got {value!r}")
-            object.__setattr__(self, name, int(value))
-        for name in ("newton_tolerance", "linear_tolerance", "contact_margin", "fb_epsilon", "contact_regularization",
+        if isinstance(self.line_search_halvings, bool) or not float(self.line_search_halvings).is_integer() \
+                or self.line_search_halvings < 0:
+            raise ConfigError(f"line_search_halvings must be a non-negative integer, got {self.line_search_halvings!r}")
+        object.__setattr__(self, "line_search_halvings", int(self.line_search_halvings))
+        for name in ("newton_tolerance", "newton_floor", "linear_tolerance", "contact_margin", "fb_epsilon",
+                     "contact_regularization",
                      "friction_regularization", "min_stiffness_ratio", "energy_floor"):
             value = float(getattr(self, name))
             if not (math.isfinite(value) and value >= 0.0):

@@ -59,3 +59,36 @@ def add_momentum_merit(
             total += wp.dot(lin, lin) / body_inv_mass[b] + wp.dot(local, body_inertia[b] * local)
         b += 1
     merit[w] = merit[w] + total
+
+
+@wp.kernel
+def add_momentum_round_off(
+    particle_world_start: wp.array(dtype=int),
+    body_world_start: wp.array(dtype=int),
+    particle_q: wp.array(dtype=wp.vec3),
+    particle_inv_mass: wp.array(dtype=float),
+    body_q: wp.array(dtype=wp.transform),
+    body_inv_mass: wp.array(dtype=float),
+    body_inertia: wp.array(dtype=wp.mat33),
+    round_off: float,
+    merit_floor: wp.array(dtype=float),
+):
+    """merit_floor[w] += what float32's rounding of the positions leaves in ``add_momentum_merit``'s d^T M d:
+    each coordinate x rounded by ``round_off`` |x| (a body's rotation by ``round_off`` rad about each axis),
+    one thread per world in a fixed order."""
+    w = nonnegative(wp.tid())
+    total = float(0.0)
+    i = nonnegative(particle_world_start[w])
+    while i < particle_world_start[w + 1]:
+        if particle_inv_mass[i] > 0.0:
+            x = particle_q[i]
+            total += wp.dot(x, x) / particle_inv_mass[i]
+        i += 1
+    b = nonnegative(body_world_start[w])
+    while b < body_world_start[w + 1]:
+        if body_inv_mass[b] > 0.0:
+            p = wp.transform_get_translation(body_q[b])
+            inertia = body_inertia[b]
+            total += wp.dot(p, p) / body_inv_mass[b] + inertia[0, 0] + inertia[1, 1] + inertia[2, 2]
+        b += 1
+    merit_floor[w] = merit_floor[w] + round_off * round_off * total

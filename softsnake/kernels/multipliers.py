@@ -36,6 +36,41 @@ def start_line_search(step_scale: wp.array(dtype=float)):
     step_scale[nonnegative(wp.tid())] = 0.0
 
 
+ROUND_OFF = wp.constant(3.44e-8)
+"""Standard deviation of float32's rounding of a number x, relative to |x| [-]: 2^-23 / sqrt(12), the spread
+of an error uniform over half a unit in the last place either side."""
+
+
+@wp.func
+def coordinate_magnitude(j: int, particle_q: wp.array(dtype=wp.vec3), body_q: wp.array(dtype=wp.transform),
+                         particle_count: int):
+    """|value| of degree of freedom j as float32 stores it: a particle's or a body's coordinate [m], or 1 for a
+    body's rotation (a unit quaternion's components are rounded at 1)."""
+    if j < 3 * particle_count:
+        return wp.abs(particle_q[j // 3][j % 3])
+    k = j - 3 * particle_count
+    if k % 6 < 3:
+        return wp.abs(wp.transform_get_translation(body_q[k // 6])[k % 6])
+    return 1.0
+
+
+@wp.kernel
+def row_round_off(offsets: wp.array(dtype=int), columns: wp.array(dtype=int), values: wp.array(dtype=float),
+                  particle_q: wp.array(dtype=wp.vec3), body_q: wp.array(dtype=wp.transform), particle_count: int,
+                  residual_scale: wp.array(dtype=float), floor: wp.array(dtype=float)):
+    """Each row's residual as float32's rounding of the positions leaves it, in the merit's scale:
+    ROUND_OFF sqrt(sum_j (J_ij |x_j|)^2) times the row's residual scale. A row reads the coordinates x_j it
+    touches, each stored to about ROUND_OFF |x_j|, and those independent errors add in squares."""
+    i = nonnegative(wp.tid())
+    total = float(0.0)
+    k = offsets[i]
+    while k < offsets[i + 1]:
+        v = values[k] * coordinate_magnitude(nonnegative(columns[k]), particle_q, body_q, particle_count)
+        total += v * v
+        k += 1
+    floor[i] = ROUND_OFF * wp.sqrt(total) * residual_scale[i]
+
+
 HOLD = wp.constant(2)
 """``retreat`` value of a world whose Newton iteration has converged: it keeps its point."""
 
@@ -46,11 +81,10 @@ def judge_newton_steps(
     line_search: int,
     min_scale: float,
     tolerance_sq: float,
-    stall_iterations: int,
+    floor_sq: float,
+    merit_floor: wp.array(dtype=float),
     merit_ref: wp.array(dtype=float),
     merit_first: wp.array(dtype=float),
-    merit_best: wp.array(dtype=float),
-    stalls: wp.array(dtype=int),
     step_scale: wp.array(dtype=float),
     retreat: wp.array(dtype=int),
 ):
@@ -65,27 +99,16 @@ def judge_newton_steps(
     already stands at ``min_scale``: then it keeps the point (the step was a descent of the linear
     model; round-off can hide that in the merit) and goes on from there.
 
-    Stagnation (``stall_iterations`` > 0, ``SolverSettings.newton_stall_iterations``): ``stalls`` counts the
-    iterations in a row whose merit did not fall below ``merit_best``, the substep's lowest; a world that
-    has stalled ``stall_iterations`` times at a merit no higher than its first holds its point too. At
-    float32's round-off floor a merit wanders up and down without a new low for long; a converging one
-    sets a new low nearly every iteration.
+    Round-off (``floor_sq`` > 0, ``SolverSettings.newton_floor`` squared): a world whose merit is within
+    ``floor_sq`` of ``merit_floor``, what float32's rounding of its positions alone leaves in its merit
+    (``row_round_off``), has converged as far as float32 can tell: it holds its point too.
     """
     w = nonnegative(wp.tid())
     m = merit[w]
     scale = step_scale[w]
     if scale == 0.0:
         merit_first[w] = m
-        merit_best[w] = m
-        stalls[w] = 0
-    elif m < merit_best[w]:
-        merit_best[w] = m
-        stalls[w] = 0
-    else:
-        merit_best[w] = wp.min(merit_best[w], m)
-        stalls[w] = stalls[w] + 1
-    stalled = stall_iterations > 0 and stalls[w] >= stall_iterations and m <= merit_first[w]
-    if m <= tolerance_sq * merit_first[w] or stalled:
+    if m <= tolerance_sq * merit_first[w] or m <= floor_sq * merit_floor[w]:
         merit_ref[w] = m
         step_scale[w] = 1.0
         retreat[w] = HOLD

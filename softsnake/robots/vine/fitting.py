@@ -16,15 +16,18 @@ from scipy.optimize import minimize
 from .gradients import vine_gradients
 from .simulation import VineBatch, VineSpec, tips_of
 
-SOLVER_OPTIONS = {"newton_iterations": 30, "linear_iterations": 60, "momentum_balance": False, "newton_tolerance": 1e-5}
+SOLVER_OPTIONS = {"newton_iterations": 30, "linear_iterations": 60, "momentum_balance": False, "newton_tolerance": 1e-5,
+                  "newton_floor": 0.0}
 """The fit's solver budget (the engine's tolerances stop it earlier): the gradient is that of the
 converged step, and at seed 001's 4 x 20 (the vines' budget until the sixteenth session) the wall rollout
 is not converged; its derivatives then differ from those of the rollout by up to 3x (stiffness, inertia).
 The plain iteration (the engine's "auto" would balance momentum at 30 Newton iterations): balanced, 30 x 60 does not converge
 a vine pressed on a wall (a one-step loss gradient on real clips 3.9 % from central differences, against
 1.0 % plain), and the fits' results were measured so (experiments/results/convergence.md, "Momentum
-balance"), at the engine's Newton tolerance (1e-5; the vines' own default is 3e-5 since the sixteenth
-session)."""
+balance"), at the engine's Newton tolerance (1e-5), without the vines' stop at twice the round-off floor
+(``newton_floor``, since the seventeenth session): a rollout stopped there moves with the parameters in steps
+of a few times float32's resolution, which central differences see (a wall-contact rollout's gradient 13 %
+from them, 0.4-2.9 % with every iteration run)."""
 
 LOG_BOUNDS = {"stiffness": (1e-7, 100.0), "damping": (1e-8, 1e-1), "body_inertia": (1e-8, 1e-2),
               "body_mass": (1e-5, 1e-1)}
