@@ -12,9 +12,12 @@ the scene's heading, fixed seed) in the cluttered scene of jitosho_cluttered_1, 
 40 links (seed 003's maximum virtual links) and 15 links (the 30-body vine above), time per step
 and per vine and step, in one process (one CPU core: Warp runs a CPU kernel on one thread) and, on
 the CPU, for batches of at least ``WORKERS_MIN_VINES`` vines also split over one worker process per
-core (softsnake.robots.vine.workers, column ``processes``). Seed 003 runs 100 steps; to bound this script's time the largest batches
-run fewer (column ``steps``), which does not change a per-step time that is steady after the
-first step (the first step, with kernel loading, is never timed).
+core (softsnake.robots.vine.workers, column ``processes``). Seed 003 runs 100 steps; here every batch is
+timed over the same steps, one untimed (kernel loading) and then ``REPEATS`` blocks of ``BATCH_STEPS``
+(column ``steps``), the first 61 steps (0.68 s) of growth: a converged step's cost depends on the motion (a vine at rest
+stops at its round-off floor after a few Newton iterations), so batches timed over different steps are not
+comparable (until the seventeenth session the largest batches ran blocks of 5 steps: 1024 vines of 15 links
+then took 0.065 ms per vine and step on one core, 0.26-0.30 over the blocks of 20 of a 256-vine batch).
 
 The machine may be shared, so every time is the median of ``REPEATS`` measurements: whole
 400-step rollouts for one vine, consecutive blocks of ``steps`` steps for a batch. The plot marks
@@ -128,10 +131,8 @@ def single_vine(device, body_counts, linear_solver="auto", budget="default", ste
     return rows
 
 
-def batch_steps(vines, links):
-    """Timed steps of a batch: 100 as seed 003 for small batches, fewer for large ones."""
-    work = vines * links
-    return 100 if work <= 640 else (20 if work <= 10240 else 5)
+BATCH_STEPS = 20
+"""Steps of each timed block of a batch, whatever its size (the same steps for every batch)."""
 
 
 def batched(device, sizes, link_counts, processes, linear_solver="auto", budget="default"):
@@ -150,7 +151,7 @@ def batched(device, sizes, link_counts, processes, linear_solver="auto", budget=
                 batch = (VineBatch(specs, device=device, solver_options={"linear_solver": linear_solver, **options})
                          if workers == 1 else VineBatchWorkers(specs, workers=workers, solver_options=options))
                 build = time.perf_counter() - start
-                steps = batch_steps(vines, links)
+                steps = BATCH_STEPS
                 try:
                     seconds = timed_steps(batch, steps, scene.sim.dt)
                 finally:
