@@ -66,6 +66,9 @@ BATCH_LINKS = (10, 15, 20, 40)
 WORKERS_MIN_VINES = 64
 """Smallest batch also timed split over worker processes (CPU)."""
 
+BATCH_STEPS = 20
+"""Steps of each timed block of a batch, whatever its size (the same steps for every batch)."""
+
 BUDGETS = ("default", "old")
 """``--budget``: the vines' own (converged; ``simulation.SOLVER_DEFAULTS``), or ``old``, seed 001's 4 x 20, plain
 (``simulation.seed_001_solver_options``), the vines' budget until the sixteenth session, for comparison with the
@@ -129,10 +132,6 @@ def single_vine(device, body_counts, linear_solver="auto", budget="default", ste
                      "realtime_factor": SINGLE_DT / seconds, "final_tip_x_m": float(tip[0]), "final_tip_y_m": float(tip[1])})
         print(f"  {bodies:3d} bodies, {linear_solver}, {budget} budget: {1e3 * seconds:7.3f} ms per 10 ms step ({SINGLE_DT / seconds:5.2f} x real time)")
     return rows
-
-
-BATCH_STEPS = 20
-"""Steps of each timed block of a batch, whatever its size (the same steps for every batch)."""
 
 
 def batched(device, sizes, link_counts, processes, linear_solver="auto", budget="default"):

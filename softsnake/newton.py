@@ -161,7 +161,7 @@ def round_off_commands(solver, state):
     if s.balances_momentum:
         commands.append(s.record(momentum.add_momentum_round_off, m.world_count, [
             m.particle_world_start_device, m.body_world_start_device, state.particle_q, m.particle_inv_mass,
-            state.body_q, m.body_inv_mass, m.body_inertia, float(multipliers.ROUND_OFF)], outputs=[s.merit_floor]))
+            state.body_q, m.body_inv_mass, m.body_inertia], outputs=[s.merit_floor]))
     return commands
 
 

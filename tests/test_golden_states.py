@@ -211,9 +211,9 @@ def _describe(expected, actual):
 
 @pytest.fixture(scope="module")
 def recorded(tmp_path_factory):
-    recorded_on = json.loads((GOLDEN / "index.json").read_text()).get("platform")
-    if not UPDATE and recorded_on != recording_platform():
-        pytest.skip(f"golden bytes recorded on {recorded_on}, this is {recording_platform()}: they hold only where "
+    recorded_on, here = json.loads((GOLDEN / "index.json").read_text()).get("platform"), recording_platform()
+    if not UPDATE and recorded_on != here:
+        pytest.skip(f"golden bytes recorded on {recorded_on}, this is {here}: they hold only where "
                     "they were recorded (recording_platform); record them here with SOFTSNAKE_GOLDEN_UPDATE=1 to use them")
     states = {**engine_states(), **bench_case_state()}
     outputs = command_outputs(tmp_path_factory.mktemp("golden"))

@@ -14,6 +14,7 @@ the merit, as ``softsnake.residuals`` defines the momentum norm.
 import warp as wp
 
 from .entities import nonnegative
+from .multipliers import ROUND_OFF
 
 # Never on a wp.Tape (softsnake.gradients): no backward code, less to compile (tests/kernels/test_backward_options.py).
 wp.set_module_options({"enable_backward": False})
@@ -70,11 +71,10 @@ def add_momentum_round_off(
     body_q: wp.array(dtype=wp.transform),
     body_inv_mass: wp.array(dtype=float),
     body_inertia: wp.array(dtype=wp.mat33),
-    round_off: float,
     merit_floor: wp.array(dtype=float),
 ):
     """merit_floor[w] += what float32's rounding of the positions leaves in ``add_momentum_merit``'s d^T M d:
-    each coordinate x rounded by ``round_off`` |x| (a body's rotation by ``round_off`` rad about each axis),
+    each coordinate x rounded by ``ROUND_OFF`` |x| (a body's rotation by ``ROUND_OFF`` rad about each axis),
     one thread per world in a fixed order."""
     w = nonnegative(wp.tid())
     total = float(0.0)
@@ -91,4 +91,4 @@ def add_momentum_round_off(
             inertia = body_inertia[b]
             total += wp.dot(p, p) / body_inv_mass[b] + inertia[0, 0] + inertia[1, 1] + inertia[2, 2]
         b += 1
-    merit_floor[w] = merit_floor[w] + round_off * round_off * total
+    merit_floor[w] = merit_floor[w] + ROUND_OFF * ROUND_OFF * total
