@@ -82,15 +82,9 @@ def parse_dt(text):
 
 def main(argv=None):
     parser = experiment_parser(__doc__, __file__)
-    parser.add_argument("--budgets", default="1x10,1x40,2x40,2x160,3x40,4x160,8x40", help="NEWTONxLINEAR,...")
+    add_audit_options(parser, "1x10,1x40,2x40,2x160,3x40,4x160,8x40")
     parser.add_argument("--moduli", default="1e5,1e6,1e8", help="Young's moduli of the soft bodies [Pa]")
     parser.add_argument("--poisson", default="0.3,0.49", help="Poisson ratios of the soft bodies")
-    parser.add_argument("--frictions", default="0,0.5", help="ground friction coefficients")
-    parser.add_argument("--dts", default="1/120,1/30", help="step lengths [s] (one substep)")
-    parser.add_argument("--steps", type=int, default=90)
-    parser.add_argument("--rest-speed", type=float, default=0.01, help="fastest speed in the last third that "
-                        "still counts as at rest [m/s]")
-    parser.add_argument("--cold", action="store_true", help="start every substep cold (warm_start=False)")
     add_elastic_option(parser, "the warm start")
     args = parser.parse_args(argv)
     if args.cold and args.elastic_warm_start != "default":
@@ -108,7 +102,6 @@ def main(argv=None):
     start_name = "cold" if args.cold else {"default": "warm; elastic warm start from 3 Newton iterations",
                                            "on": "warm, elastic warm start", "off": "warm, no elastic warm start"}[
                                                args.elastic_warm_start]
-    device = wp.get_device("cpu")
     rows = []
     for (body, modulus, ratio), mu, (dt_text, dt), (label, newton, linear) in itertools.product(
             cases, frictions, dts, budgets):
@@ -117,17 +110,36 @@ def main(argv=None):
         rows.append({"body": body, "young_pa": modulus, "poisson": ratio, "mu": mu, "dt_s": dt_text,
                      "budget": label, "max_speed_first_third_m_s": first, "max_speed_last_third_m_s": last,
                      "at_rest": last <= args.rest_speed})
-        moving = sum(not row["at_rest"] for row in rows)
-        header = [f"# Energy audit: passive bodies at rest under unconverged budgets ({start_name} start)",
-                  "",
-                  f"Written by experiments/energy_audit.py; device: {device.alias} ({platform.machine()}); "
-                  f"warp {wp.config.version}. {args.steps} steps of one substep, blow-up check off; at rest: the "
-                  f"fastest point in the last third of the steps at most {args.rest_speed} m/s.",
-                  f"Cases run: {len(rows)}; not at rest: **{moving}**."]
-        write_outputs(out, stem, rows, header)
+        write_audit(out, stem, rows, f"Energy audit: passive bodies at rest under unconverged budgets ({start_name} "
+                    "start)", "energy_audit.py", args, "fastest point")
         print(f"{body} Y={modulus:g} nu={ratio:g} mu={mu:g} dt={dt_text} {label}: last third {last:.3g} m/s"
               f"{'' if rows[-1]['at_rest'] else '  NOT AT REST'}", flush=True)
     print(f"{len(rows)} cases, {sum(not row['at_rest'] for row in rows)} not at rest; wrote {out / stem}.csv/.md")
+
+
+def add_audit_options(parser, budgets):
+    """The options every audit takes: --budgets (default ``budgets``), --frictions, --dts, --steps, --rest-speed,
+    --cold."""
+    parser.add_argument("--budgets", default=budgets, help="NEWTONxLINEAR,...")
+    parser.add_argument("--frictions", default="0,0.5", help="ground friction coefficients")
+    parser.add_argument("--dts", default="1/120,1/30", help="step lengths [s] (one substep)")
+    parser.add_argument("--steps", type=int, default=90)
+    parser.add_argument("--rest-speed", type=float, default=0.01, help="fastest speed in the last third that "
+                        "still counts as at rest [m/s]")
+    parser.add_argument("--cold", action="store_true", help="start every substep cold (warm_start=False)")
+
+
+def write_audit(out, stem, rows, title, script, args, fastest, note=""):
+    """Write an audit's rows (each with "at_rest") as ``stem``.csv/.md into ``out``, the Markdown under ``title``
+    with the device, the run's ``args.steps`` and ``args.rest_speed``, what ``fastest`` measures, and ``note``."""
+    device = wp.get_device("cpu")
+    moving = sum(not row["at_rest"] for row in rows)
+    header = [f"# {title}", "",
+              f"Written by experiments/{script}; device: {device.alias} ({platform.machine()}); "
+              f"warp {wp.config.version}. {args.steps} steps of one substep, blow-up check off; at rest: the "
+              f"{fastest} in the last third of the steps at most {args.rest_speed} m/s.{note}",
+              f"Cases run: {len(rows)}; not at rest: **{moving}**."]
+    write_outputs(out, stem, rows, header)
 
 
 if __name__ == "__main__":

@@ -68,13 +68,14 @@ class SolverSettings:
         warm_start: start each substep from the contact rows' multipliers of the last one (rescaled to
             the new substep length), carried in ``State.multipliers``: contacts keep their forces
             (sticking contacts hold with fewer Newton iterations) instead of rebuilding them every
-            substep; every other row starts from zero (``ConstraintType.carries_multipliers``). A
-            particle's carried contact multipliers are first fitted to the prediction
-            (``contact.fit_carried_contact_multipliers``): scaled so that they move the particle at
-            most back to the surface and back to its start, since the elastic stresses that passed a
-            soft body's weight down to its bottom nodes start from zero (carried whole, a stiff block
-            on the ground ran away at 2-4 Newton iterations; fitted, it rests at all 16 budgets from 2 x 10
-            to 8 x 160: experiments/results/convergence.md, "The warm start fitted to the prediction").
+            substep; every other row starts from zero (``ConstraintType.carries_multipliers``). The
+            carried contact multipliers are first fitted to the prediction
+            (``contact.fit_carried_contact_multipliers``): scaled so that they move the particle, or the
+            body's contact point, at most back to the surface and back to its start, since the rows that
+            passed a weight down to them (a soft body's elements, a wheel's hinge) start from zero
+            (carried whole, a stiff block on the ground ran away at 2-4 Newton iterations, a cart on two
+            light wheels at 1/30 s at every budget of the plain iteration: experiments/results/
+            convergence.md, "The warm start fitted to the prediction", "Bodies' carried contacts fitted").
             A converged step does not depend on its start.
         elastic_warm_start: with ``warm_start``, try a second start every substep that also carries the
             multipliers of a soft body's rows (tetrahedra, distance rows, attachments:

@@ -5,8 +5,8 @@
 constraint type: a soft cantilever (tetrahedra, attachments, pressure-driven distance rows) and a
 chain of bodies (driven prismatic base, hinges, linear and sampled angular springs, obstacles),
 planar or in 3-D; a small clamped pneumatic beam (``pneumatic_beam``); a double pendulum of two distance rows (``chain_builder``); bodies of every shape with friction
-and a hinge (``scene_bodies``); and a stiff soft block
-resting on the ground or clamped (``stiff_block``).
+and a hinge (``scene_bodies``); a stiff soft block
+resting on the ground or clamped (``stiff_block``); and a box on two light wheels at rest (``wheeled_cart``).
 """
 
 import math
@@ -74,6 +74,23 @@ def scene_bodies():
     b.add_obstacle_box((3.0, 0.0, 0.2), (0.2, 0.2, 0.2), mu=0.2)
     b.add_obstacle_cylinder((3.0, 1.0, 0.2), 0.1, 0.3, mu=0.2)
     return b.finalize("cpu")
+
+
+def wheeled_cart(mu, device="cpu"):
+    """A 12 x 6 x 3 cm box (500 kg/m^3, 108 g) resting on two wheels (2.5 cm radius, 1 cm wide, 9.8 g), each on a
+    hinge about its axle through the box's centre of mass: the snake's module in shape. Its chassis balances
+    on the axle line (its bottom 1 cm above the ground), and spinning in place on rolling wheels costs no
+    friction: two free modes an iteration that adds energy excites."""
+    radius = 0.025
+    b = softsnake.ModelBuilder()
+    b.add_ground(mu=mu)
+    chassis = b.add_body((0.0, 0.0, radius))
+    b.add_shape_box(chassis, (0.06, 0.03, 0.015), density=500.0)
+    for side in (-0.04, 0.04):
+        wheel = b.add_body((0.0, side, radius), (math.sin(-math.pi / 4), 0.0, 0.0, math.cos(-math.pi / 4)))
+        b.add_shape_cylinder(wheel, radius, 0.005, density=500.0)
+        b.add_hinge(chassis, wheel, (0.0, side, radius), (0.0, 1.0, 0.0))
+    return b.finalize(device)
 
 
 def chain(planar):

@@ -115,10 +115,12 @@ def test_setting_is_auto_by_default():
 def test_default_answer_does_not_depend_on_the_start(scene):
     """Warm and cold runs at the engine's default settings end in the same place: the double pendulum
     (0.5 s of 1/60 s, one substep) and bodies of every shape with friction and a hinge (tests/engine_scenes.py's
-    ``scene_bodies``, 0.75 s of 1/120 s). Measured: 1.3e-6 m and 1.7e-5 m apart; the plain iteration at the
-    same budget 0.67 mm and 6.5 mm (experiments/start_independence.py: the same at every budget to 32 x 200;
-    its momentum lag depends on the path the iterates took). Allowed 1e-5 m and 1e-4 m; the plain
-    iteration is checked to differ by more than 1e-4 and 1e-3 m, so that the test shows the difference."""
+    ``scene_bodies``, 0.75 s of 1/120 s). Measured: 1.3e-6 m and 9.3e-6 m apart. Allowed 1e-5 m and 1e-4 m.
+    The plain iteration at the same budget: the pendulum's 0.67 mm (experiments/start_independence.py: the
+    same at every budget to 32 x 200; its momentum lag depends on the path the iterates took), checked to be
+    more than 1e-4 m so that the test shows the difference; the bodies' 0.067 mm, 6.5 mm until their carried
+    contact forces were fitted to the prediction (eighteenth session): most of their start dependence was the
+    whole carried force, not the lag."""
     make, seconds, options, allowed = {
         "pendulum": (lambda: chain_builder(COMPLIANCE, speed=5.0).finalize(), 0.5, {"substeps": 1, "dt": H}, 1e-5),
         "bodies": (scene_bodies, 0.75, {}, 1e-4)}[scene]
@@ -129,6 +131,7 @@ def test_default_answer_does_not_depend_on_the_start(scene):
 
     apart = np.abs(final_positions() - final_positions(warm_start=False)).max()
     assert apart < allowed, f"warm and cold end {apart:.3g} m apart"
-    plain_apart = np.abs(final_positions(momentum_balance=False)
-                         - final_positions(momentum_balance=False, warm_start=False)).max()
-    assert plain_apart > 10.0 * allowed, f"the plain iteration's warm and cold runs end only {plain_apart:.3g} m apart"
+    if scene == "pendulum":
+        plain_apart = np.abs(final_positions(momentum_balance=False)
+                             - final_positions(momentum_balance=False, warm_start=False)).max()
+        assert plain_apart > 10.0 * allowed, f"the plain iteration's warm and cold runs end only {plain_apart:.3g} m apart"

@@ -56,9 +56,9 @@ In a planar model a contact has its normal row and one friction row, along the f
 (in the plane for the in-plane normals of obstacles standing on the plane): friction out of the
 plane would hold motion that the integrator removes anyway.
 
-Warm start: contact rows carry their multipliers into the next substep (``carries_multipliers``); a
-particle's are first fitted to the prediction (``fit_carried_contact_multipliers``), so that the
-carried force moves it at most back to the surface and to its start.
+Warm start: contact rows carry their multipliers into the next substep (``carries_multipliers``), first
+fitted to the prediction (``fit_carried_contact_multipliers``), so that the carried force moves a particle,
+or a body's contact point, at most back to the surface and to its start.
 
 Velocities: what a contact moved a particle out of a penetration it began the substep with is taken
 back out of its velocity (``depenetration_multipliers``): a short solve's leftover penetration is
@@ -126,6 +126,26 @@ def rim_point(centre: wp.vec3, axis: wp.vec3, rim_radius: float, rot: wp.quat, n
     if rl > 1.0e-6:
         point = centre + radial * (rim_radius / rl)
     return point
+
+
+@wp.func
+def body_contact_point(body_tf: wp.transform, kind: int, local: wp.vec3, axis: wp.vec3, rim_radius: float,
+                       fallback: wp.vec3, radius: float, n: wp.vec3):
+    """A body's contact point at the pose ``body_tf``: the shape's surface point deepest along -n (a cylinder
+    cap's rim point found again at this pose, ``fallback`` where its axis stands along n), so that a rounded
+    shape turning within the substep keeps its gap and its normal force passes its axis [m]."""
+    if kind == PointKind.CYLINDER_RIM:
+        local = rim_point(local, axis, rim_radius, wp.transform_get_rotation(body_tf), n, fallback)
+    return wp.transform_point(body_tf, local) - n * radius
+
+
+@wp.func
+def body_point_slip(body_tf: wp.transform, start_tf: wp.transform, p_n: wp.vec3):
+    """The rigid motion of the body point p_n since the substep's start (``start_tf``): (c - c_n) + phi x r,
+    phi the rotation vector of the body's turn and r the lever from its centre c [m] (module docstring)."""
+    centre = wp.transform_get_translation(body_tf)
+    turn = rotation_vector_between(wp.transform_get_rotation(body_tf), wp.transform_get_rotation(start_tf))
+    return centre - wp.transform_get_translation(start_tf) + wp.cross(turn, p_n - centre)
 
 
 @wp.kernel
@@ -296,9 +316,7 @@ def eval_contact_rows(
             write_neutral_row(row + k, row_c, row_compliance, row_damping)
     else:
         n = contact_normal[s]
-        # The contact point p_n: a particle's lowest point; on a body, the shape's surface point deepest
-        # along -n at this iterate's pose (lever r_n), so that a rounded shape turning within the substep
-        # keeps its gap and its normal force passes its axis. The slip: the module docstring.
+        # The contact point p_n: a particle's lowest point; on a body, body_contact_point (lever r_n).
         p_n = wp.vec3(0.0)
         r_n = wp.vec3(0.0)
         slip_world = wp.vec3(0.0)
@@ -309,16 +327,10 @@ def eval_contact_rows(
         else:
             body = nonnegative(e - particle_count)
             body_tf = body_q[body]
-            centre = wp.transform_get_translation(body_tf)
-            local = contact_slot_local[s]
-            if contact_slot_kind[s] == PointKind.CYLINDER_RIM:
-                local = rim_point(local, contact_slot_axis[s], contact_slot_rim_radius[s],
-                                  wp.transform_get_rotation(body_tf), n, contact_anchor[s])
-            p_n = wp.transform_point(body_tf, local) - n * contact_slot_radius[s]
-            r_n = p_n - centre
-            start_tf = body_q_prev[body]
-            turn = rotation_vector_between(wp.transform_get_rotation(body_tf), wp.transform_get_rotation(start_tf))
-            slip_world = centre - wp.transform_get_translation(start_tf) + wp.cross(turn, r_n)
+            p_n = body_contact_point(body_tf, contact_slot_kind[s], contact_slot_local[s], contact_slot_axis[s],
+                                     contact_slot_rim_radius[s], contact_anchor[s], contact_slot_radius[s], n)
+            r_n = p_n - wp.transform_get_translation(body_tf)
+            slip_world = body_point_slip(body_tf, body_q_prev[body], p_n)
         basis = tangent_basis(n)
 
         # Normal row: Fischer-Burmeister.
@@ -373,8 +385,15 @@ def eval_contact_rows(
 @wp.kernel(enable_backward=False)  # the warm start is not on a wp.Tape: the implicit gradient does not see the start
 def fit_carried_contact_multipliers(
     particle_q: wp.array(dtype=wp.vec3),
+    body_q: wp.array(dtype=wp.transform),
+    body_q_prev: wp.array(dtype=wp.transform),
     particle_count: int,
     contact_slot_entity: wp.array(dtype=int),
+    contact_slot_kind: wp.array(dtype=int),
+    contact_slot_local: wp.array(dtype=wp.vec3),
+    contact_slot_axis: wp.array(dtype=wp.vec3),
+    contact_slot_rim_radius: wp.array(dtype=float),
+    contact_anchor: wp.array(dtype=wp.vec3),
     contact_slot_radius: wp.array(dtype=float),
     contact_slot_row: wp.array(dtype=int),
     contact_active: wp.array(dtype=int),
@@ -388,9 +407,11 @@ def fit_carried_contact_multipliers(
     planar: int,
     lam: wp.array(dtype=float),
 ):
-    """Fit a particle contact's carried multipliers to the prediction: scale them so that the move
-    they make, x = x~ + u with u = M^-1 J^T lambda, takes the particle at most back to the surface
-    (normal row) and at most back to where it stood at the substep's start (friction rows).
+    """Fit a contact's carried multipliers to the prediction: scale them so that the move they make,
+    x = x~ + u with u = M^-1 J^T lambda, takes the contact point (a particle, or a body's point at its
+    predicted pose: ``body_contact_point``) at most back to the surface (normal row) and at most back to
+    where it stood at the substep's start (friction rows; a body's slip is its point's rigid motion,
+    ``body_point_slip``).
 
     At x~ a resting particle sits g h^2 deep and a sticking one has slipped by what the forces the
     prediction knows (gravity, its velocity) did in h. The carried normal force of a bottom node of a
@@ -399,30 +420,43 @@ def fit_carried_contact_multipliers(
     a deformation the elastic rows have not balanced and that an iteration stopped early keeps (a
     1 MPa block on the ground ran away at 2 x 40 Newton x linear iterations: convergence.md). Scaled
     by s_n = clamp(depth / lift, 0, 1), lift = J_n u the row's own move, the node lands on the surface
-    at most; a particle above the surface at x~, or pulled by its carried force, starts cold. The
+    at most; a point above the surface at x~, or pulled by its carried force, starts cold. The
     friction rows take s_f = clamp(-slip . back / |back|^2, 0, s_n), back = J_f u: they slide the point
     back at most to its start, and stay inside the cone of the scaled normal force.
 
-    Bodies keep their whole carried multipliers: fitted the same way, a vine tip that its joints press
-    against an obstacle (the prediction knows nothing of that push) starts every other step with almost
-    none of its normal force and ends 0.2 mm deep at the vine's 4 x 20 (convergence.md, "The warm start
-    fitted to the prediction")."""
+    Bodies likewise (since the eighteenth session): a wheel's contacts carry the weight of the chassis
+    its hinge holds, and the hinge's rows start from zero; carried whole, they lifted a 10 g wheel by 6.5
+    times its own g h^2, and a cart at rest on two such wheels ran away at 1/30 s under the plain iteration
+    at every budget to 16 x 100, and at 1/120 s at one Newton iteration (experiments/energy_audit_bodies.py;
+    convergence.md, "Bodies' carried contacts fitted"). Left whole before because a vine tip its joints press
+    against an obstacle then started every other step with almost none of its normal force at seed 001's
+    4 x 20, which the vines no longer run."""
     s = nonnegative(wp.tid())
     e = nonnegative(contact_slot_entity[s])
-    if contact_active[s] != 0 and e < particle_count:
+    if contact_active[s] != 0:
         row = nonnegative(contact_slot_row[s])
         friction_count = FRICTION_ROWS
         if planar != 0:
             friction_count = 1
-        p = particle_q[e]
         n = contact_normal[s]
-        depth = particle_depth(p, contact_slot_radius[s], n, contact_surface[s])
+        depth = float(0.0)
+        slip_world = wp.vec3(0.0)
+        if e < particle_count:
+            p = particle_q[e]
+            depth = particle_depth(p, contact_slot_radius[s], n, contact_surface[s])
+            slip_world = p - contact_start[s]
+        else:
+            body = nonnegative(e - particle_count)
+            p_n = body_contact_point(body_q[body], contact_slot_kind[s], contact_slot_local[s], contact_slot_axis[s],
+                                     contact_slot_rim_radius[s], contact_anchor[s], contact_slot_radius[s], n)
+            depth = -wp.dot(n, p_n - contact_surface[s])
+            slip_world = body_point_slip(body_q[body], body_q_prev[body], p_n)
         lift = row_dot(J_values, J_columns, nonnegative(J_offsets[row]), J_offsets[row + 1], u)
         scale_n = float(0.0)
         if lift > 0.0 and depth > 0.0:
             scale_n = wp.min(1.0, depth / lift)
         lam[row] = lam[row] * scale_n
-        slip = tangent_basis(n) * (p - contact_start[s])
+        slip = tangent_basis(n) * slip_world
         back = wp.vec2(0.0)
         # A loop of constant length (unrolled), as in eval_contact_rows.
         for k in range(FRICTION_ROWS):
@@ -549,10 +583,10 @@ class ContactSlot(ConstraintType):
 
     def warm_start_commands(self, solver, state):
         m = solver.model
-        if m.particle_count == 0:
-            return []  # only particles' contacts are fitted (fit_carried_contact_multipliers)
         return [solver.record(fit_carried_contact_multipliers, m.contact_slot_count, [
-            state.particle_q, m.particle_count, m.contact_slot_entity, m.contact_slot_radius, m.contact_slot_row,
+            state.particle_q, state.body_q, solver.body_q_prev, m.particle_count, m.contact_slot_entity,
+            m.contact_slot_kind, m.contact_slot_local, m.contact_slot_axis, m.contact_slot_rim_radius,
+            solver.contact_anchor, m.contact_slot_radius, m.contact_slot_row,
             solver.contact_active, solver.contact_normal, solver.contact_surface, solver.contact_start, m.J_offsets,
             m.J_columns, solver.J_values, solver.u_lambda, solver.planar], outputs=[state.multipliers])]
 
