@@ -47,9 +47,8 @@ GRAVITY = 9.81
 BODIES = ("free", "arm", "cart", "chain")
 
 
-def horizontal(angle):
-    """A quaternion turning the body frame's z axis onto the world's x axis (capsules and cylinders lie down)."""
-    return (0.0, math.sin(0.5 * angle), 0.0, math.cos(0.5 * angle))
+LYING = (0.0, math.sin(0.25 * math.pi), 0.0, math.cos(0.25 * math.pi))
+"""A quarter turn about y: a capsule's axis (its body z) along the world's x, lying on the ground."""
 
 
 def build(body, mu):
@@ -62,7 +61,7 @@ def build(body, mu):
         b.add_shape_box(box, (0.025, 0.025, 0.025), density=DENSITY)
         ball = b.add_body((0.1, 0.0, 0.02))
         b.add_shape_sphere(ball, 0.02, density=DENSITY)
-        capsule = b.add_body((0.0, 0.1, 0.015), horizontal(0.5 * math.pi))
+        capsule = b.add_body((0.0, 0.1, 0.015), LYING)
         b.add_shape_capsule(capsule, 0.015, 0.025, density=DENSITY)
     elif body == "arm":
         first = b.add_body((0.05, 0.0, 0.02))
@@ -74,7 +73,7 @@ def build(body, mu):
         radius, half = 0.015, 0.015
         links = []
         for k in range(6):
-            link = b.add_body((0.06 * k + 0.03, 0.0, radius), horizontal(0.5 * math.pi))
+            link = b.add_body((0.06 * k + 0.03, 0.0, radius), LYING)
             b.add_shape_capsule(link, radius, half, density=DENSITY)
             links.append(link)
         for k in range(5):
@@ -87,26 +86,10 @@ def build(body, mu):
 
 
 def mechanical_energy(model, state):
-    """Kinetic (translation and rotation) plus gravitational energy of the bodies [J]."""
-    mass = 1.0 / np.maximum(model.body_inv_mass.numpy().astype(np.float64), 1e-30)
-    q = state.body_q.numpy().astype(np.float64)
-    qd = state.body_qd.numpy().astype(np.float64)
-    inertia = model.body_inertia.numpy().astype(np.float64)
-    energy = 0.0
-    for k in range(len(mass)):
-        x, w = q[k, :3], q[k, 3:7]
-        R = quaternion_matrix(w)
-        omega_local = R.T @ qd[k, 3:]
-        energy += 0.5 * mass[k] * qd[k, :3] @ qd[k, :3] + 0.5 * omega_local @ inertia[k] @ omega_local
-        energy += mass[k] * GRAVITY * x[2]
-    return energy
-
-
-def quaternion_matrix(q):
-    x, y, z, w = q
-    return np.array([[1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
-                     [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
-                     [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)]])
+    """Kinetic (``Model.kinetic_energy``: translation and rotation) plus gravitational energy of the bodies [J]."""
+    mass = 1.0 / model.body_inv_mass.numpy().astype(np.float64)
+    height = state.body_q.numpy().astype(np.float64)[:, 2]
+    return float(model.kinetic_energy(state).sum() + GRAVITY * (mass * height).sum())
 
 
 def run_case(model, settings, dt, steps, warm_start):
