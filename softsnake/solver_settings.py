@@ -217,18 +217,14 @@ class SolverSettings:
     cuda_graph: bool = True
 
     def __post_init__(self):
-        for name in ("substeps", "newton_iterations", "linear_iterations", "check_interval"):
+        for name, least in (("substeps", 1), ("newton_iterations", 1), ("linear_iterations", 1), ("check_interval", 1),
+                            ("line_search_halvings", 0)):
             value = getattr(self, name)
-            if isinstance(value, bool) or not float(value).is_integer() or value < 1:
-                raise ConfigError(f"{name} must be a positive integer, got {value!r}")
+            if isinstance(value, bool) or not float(value).is_integer() or value < least:
+                raise ConfigError(f"{name} must be a {'positive' if least else 'non-negative'} integer, got {value!r}")
             object.__setattr__(self, name, int(value))
-        if isinstance(self.line_search_halvings, bool) or not float(self.line_search_halvings).is_integer() \
-                or self.line_search_halvings < 0:
-            raise ConfigError(f"line_search_halvings must be a non-negative integer, got {self.line_search_halvings!r}")
-        object.__setattr__(self, "line_search_halvings", int(self.line_search_halvings))
         for name in ("newton_tolerance", "newton_floor", "linear_tolerance", "contact_margin", "fb_epsilon",
-                     "contact_regularization",
-                     "friction_regularization", "min_stiffness_ratio", "energy_floor"):
+                     "contact_regularization", "friction_regularization", "min_stiffness_ratio", "energy_floor"):
             value = float(getattr(self, name))
             if not (math.isfinite(value) and value >= 0.0):
                 raise ConfigError(f"{name} must be non-negative and finite, got {getattr(self, name)!r}")
