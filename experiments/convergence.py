@@ -86,6 +86,11 @@ def residual_columns(norms):
     return {f"res_{kind}": float(getattr(norms, kind)[0]) for kind in KINDS}
 
 
+FAR_PAST_CONVERGED = {"newton_iterations": 64, "linear_iterations": 400, "newton_tolerance": 1e-7,
+                      "linear_tolerance": 1e-6, "newton_floor": 0.0, "momentum_balance": True, "warm_start": False}
+"""The reference solve of the start and budget studies (start_independence.py, vine_solver_settings.py): the
+balanced iteration, cold, 64 x 400, tolerances 1e-7 / 1e-6, never stopping at the round-off floor."""
+
 ELASTIC_CHOICES = {"default": (None, ""), "on": (True, "_elastic"), "off": (False, "_no_elastic")}
 """``--elastic-warm-start``: the value of SolverSettings.elastic_warm_start (None: the run's own) and the file
 name suffix."""

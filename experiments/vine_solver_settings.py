@@ -45,10 +45,8 @@ from softsnake.robots.vine.scene import load_scene
 from softsnake.robots.vine.simulation import VineBatch, VineSpec, rollout, seed_001_solver_options, specs_from_scene
 from softsnake.solver_settings import SolverSettings
 
-from convergence import write_outputs
+from convergence import FAR_PAST_CONVERGED, write_outputs
 
-REFERENCE = {"newton_iterations": 64, "linear_iterations": 400, "newton_tolerance": 1e-7, "linear_tolerance": 1e-6,
-             "newton_floor": 0.0, "momentum_balance": True, "warm_start": False}
 TITLE = "# Vine budgets: distance from the converged step, warm against cold, cost (experiments/vine_solver_settings.py)"
 BATCH_VINES, BATCH_LINKS, BATCH_STEPS = 64, 15, 200
 
@@ -148,7 +146,7 @@ def main(argv=None):
               f"diameters]; wall time: the warm run, per step [ms], one run.")
     rows = []
     for scene_name, (specs, steps, dt, diameter, links, measure) in cases.items():
-        reference, _ = run(specs, steps, dt, REFERENCE)
+        reference, _ = run(specs, steps, dt, FAR_PAST_CONVERGED)
         for name in args.budgets.split(","):
             label, options = budget_options(name, links)
             warm, wall_ms = run(specs, steps, dt, options)
