@@ -583,8 +583,13 @@ def rollout_gradient(solver, records, adjoint_end, parameters=None, adjoint_afte
                                            shape=(pattern.size, pattern.size))
         y_bar = np.concatenate([u_bar[:n_dofs], np.zeros(m.row_count)])
         mu = np.zeros(pattern.size)
-        for unknowns in eq.world_unknowns:
+        for world, unknowns in enumerate(eq.world_unknowns):
             mu[unknowns] = _solve_transposed(jacobian[unknowns][:, unknowns], y_bar[unknowns])
+            if not (np.all(np.isfinite(y_bar[unknowns])) and np.all(np.isfinite(mu[unknowns]))):
+                raise SimulationError(
+                    f"the gradient blew up: the adjoint of world {world} is not finite at substep {k} (step "
+                    f"{record.step}); it grows without bound backward in time where a step has no derivative "
+                    "(a contact at a kink of its complementarity)")
         mu_dofs, mu_rows = _split(mu, n_dofs)
         g_back.backward({G1: mu_dofs, G2: mu_rows})
         for name in ("particle_q", "body_q"):
