@@ -106,7 +106,8 @@ def run(args):
     def progress(evaluation, loss, model):
         if loss < best.get("loss", float("inf")):
             best.update(loss=loss, model=model)
-        print(f"evaluation {evaluation}: loss {1e6 * loss:.4g} mm^2 ({model.describe()})", flush=True)
+        shown = f"loss {1e6 * loss:.4g} mm^2" if math.isfinite(loss) else "failed (why: after the fit)"
+        print(f"evaluation {evaluation}: {shown} ({model.describe()})", flush=True)
 
     print(f"fitting the {args.model} model to videos {args.train} ({args.loss} loss, at most {args.evaluations} "
           f"evaluations)", flush=True)
@@ -128,11 +129,14 @@ def run(args):
     losses = [loss if math.isfinite(loss) else None for loss in fit.losses]
     document = {"model": video_fit.model_to_dict(fit.model), "losses_m2": losses,
                 "models": [video_fit.model_to_dict(m) for m in fit.models], "fit_seconds": fit.seconds,
-                "evaluations": fit.evaluations, "message": fit.message, "settings": settings,
+                "evaluations": fit.evaluations, "message": fit.message,
+                "failures": [{"evaluation": n, "error": text} for n, text in fit.failures], "settings": settings,
                 "evaluation_seconds": time.perf_counter() - clock, "errors": rows}
     _write_json(out / f"{stem}.json", document)
     write_dict_csv(out / f"{stem}_errors.csv", rows)
     print(f"{fit.model.describe()}; {fit.evaluations} evaluations in {fit.seconds:.0f} s ({fit.message})")
+    for evaluation, error in fit.failures:
+        print(f"evaluation {evaluation} failed (no gradient; Adam stepped back at half its rate): {error}")
     for row in rows:
         print(f"video {row['video']} ({row['split']}): tip mean {row['tip_mean_mm']:.1f} mm, shape mean "
               f"{row['shape_mean_mm']:.1f} mm")

@@ -289,13 +289,15 @@ LOSS_FUNCTIONS = {"rollout": rollout_loss_and_gradient, "one_step": one_step_los
 @dataclasses.dataclass
 class VideoFit:
     """A fit's result: the fitted model, the loss [m^2] and the model at every evaluation, the wall time
-    [s], and how it ended (the optimiser's message)."""
+    [s], how it ended (the optimiser's message), and the evaluations that failed: (evaluation number,
+    what failed: a rollout's blow-up, an adjoint that blew up, a saturated MLP curve)."""
 
     model: VideoModel
     losses: list
     models: list
     seconds: float
     message: str
+    failures: list = dataclasses.field(default_factory=list)
 
     @property
     def evaluations(self):
@@ -361,15 +363,16 @@ def fit_videos(kind, videos, *, loss="rollout", optimizer="adam", max_evaluation
         raise ConfigError(f"the start model is {model.kind!r}, the fit is of {kind!r}")
     function = LOSS_FUNCTIONS[loss]
     clock = time.perf_counter()
-    losses, models, best = [], [], [math.inf, model]
+    losses, models, failures, best = [], [], [], [math.inf, model]
 
     def evaluate_at(x):
         trial = model.with_vector(x)
         models.append(trial)
         try:
             value, gradient, _ = function(trial, videos, link_count=link_count, dt=dt, solver_options=solver_options)
-        except (SimulationError, ModelError):
+        except (SimulationError, ModelError) as error:
             value, gradient = math.inf, None
+            failures.append((len(losses) + 1, str(error)))
         if value < best[0]:
             best[:] = [value, trial]
         losses.append(value)
@@ -394,7 +397,8 @@ def fit_videos(kind, videos, *, loss="rollout", optimizer="adam", max_evaluation
 
         message = str(minimize(objective, model.vector(), jac=True, method="L-BFGS-B", bounds=model.bounds(),
                                options={"maxfun": max_evaluations}).message)
-    return VideoFit(model=best[1], losses=losses, models=models, seconds=time.perf_counter() - clock, message=message)
+    return VideoFit(model=best[1], losses=losses, models=models, seconds=time.perf_counter() - clock, message=message,
+                    failures=failures)
 
 
 def evaluate(model, videos, *, link_count=FIT_LINKS, dt=FIT_DT, solver_options=None):

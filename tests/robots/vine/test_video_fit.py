@@ -9,7 +9,7 @@ import math
 import numpy as np
 import pytest
 
-from softsnake.errors import ConfigError
+from softsnake.errors import ConfigError, SimulationError
 from softsnake.robots.vine import reference as ref
 from softsnake.robots.vine import video as vv
 from softsnake.robots.vine import video_fit as vf
@@ -158,3 +158,21 @@ def test_adam_descends_a_quadratic_within_bounds_and_steps_back_from_failures():
     message = vf._adam(lambda x: quadratic(x, fail_above=0.45), np.zeros(2), [(None, 0.5), (None, None)], 60, 0.05)
     assert "final rate" in message and float(message.split()[-1]) < 0.05
     assert max(x[0] for x in visited) <= 0.5
+
+
+def test_a_failed_evaluation_is_recorded_with_its_reason(monkeypatch):
+    """A fit whose second evaluation fails (here the loss function raises the SimulationError an adjoint
+    that blew up raises, ``gradients.rollout_gradient``) goes on from the best point and records the
+    failure with its evaluation number and message; the failed evaluation's loss is inf (null in the file)."""
+    calls = []
+
+    def flaky(model, videos, **options):
+        calls.append(1)
+        if len(calls) == 2:
+            raise SimulationError("the gradient blew up: the adjoint of world 0 is not finite at substep 7")
+        return float(np.sum(model.vector() ** 2)), 2.0 * model.vector(), None
+
+    monkeypatch.setitem(vf.LOSS_FUNCTIONS, "rollout", flaky)
+    fit = vf.fit_videos("linear", [straight_video()], loss="rollout", max_evaluations=4)
+    assert fit.evaluations == 4 and fit.losses[1] == math.inf and all(math.isfinite(x) for x in fit.losses[2:])
+    assert fit.failures == [(2, "the gradient blew up: the adjoint of world 0 is not finite at substep 7")]
