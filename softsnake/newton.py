@@ -16,7 +16,7 @@ One Newton iteration (``softsnake.kernels.rows`` derives its system):
 
 After the last iteration one more assembly judges the last step the same way (``final_check``), so
 that no substep ends on a step that raised its world's residual. The velocities v = (x - x_n) / h
-follow, less what a contact moved a particle out of a penetration the substep began with
+follow, less what a contact moved a particle or a body out of a penetration the substep began with
 (``finish_commands``).
 """
 
@@ -199,9 +199,11 @@ def update_commands(solver, state, take_step=True):
 
 def finish_commands(solver, state, h):
     """v = v~ + (x - x~) / h for particles and bodies (rotation: the rotation vector from q~ to q), then
-    the particles' velocities corrected by M^-1 J^T dlambda of the constraint types' velocity corrections
-    (``ConstraintType.velocity_correction_commands``: what a contact moved a particle out of a penetration
-    the substep began with, taken back)."""
+    the velocities corrected by u = M^-1 J^T dlambda of the constraint types' velocity corrections
+    (``ConstraintType.velocity_correction_commands``: what a contact moved a point out of a penetration
+    the substep began with, taken back): a particle's whole, a body's scaled to its share
+    (``ConstraintType.body_velocity_limit_commands``) and to at most the step that removes the most of its
+    kinetic energy along u (``integration.add_body_velocities``), so that the correction never adds any."""
     m, s = solver.model, solver
     commands = []
     if m.particle_count:
@@ -213,9 +215,16 @@ def finish_commands(solver, state, h):
     corrections = [command for ctype in s.constraint_types
                    for command in ctype.velocity_correction_commands(s, state, h)]
     if corrections:
-        commands += [s.dlam.zero_, *corrections, inverse_mass_transpose_command(s, s.dlam, s.u_lambda),
-                     s.record(integration.add_particle_velocities, m.particle_count, [s.u_lambda],
-                              outputs=[state.particle_qd])]
+        commands += [s.dlam.zero_, *corrections, inverse_mass_transpose_command(s, s.dlam, s.u_lambda)]
+        if m.particle_count:
+            commands.append(s.record(integration.add_particle_velocities, m.particle_count, [s.u_lambda],
+                                     outputs=[state.particle_qd]))
+        if m.body_count:
+            commands += [*(command for ctype in s.constraint_types
+                           for command in ctype.body_velocity_limit_commands(s, state, h)),
+                         s.record(integration.add_body_velocities, m.body_count, [
+                             s.u_lambda, s.body_correction_scale, state.body_q, m.body_inv_mass, m.body_inertia,
+                             m.particle_count], outputs=[state.body_qd])]
     return commands
 
 

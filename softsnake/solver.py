@@ -174,6 +174,8 @@ class Solver:
         self.particle_q_prev, self.particle_q_pred = zeros(m.particle_count, wp.vec3), zeros(m.particle_count, wp.vec3)
         self.body_q_prev, self.body_q_pred = zeros(m.body_count, wp.transform), zeros(m.body_count, wp.transform)
         self.body_inv_inertia_world = zeros(m.body_count, wp.mat33)
+        # Per body: the share of its velocity correction it keeps (newton.finish_commands; 1 between substeps).
+        self.body_correction_scale = wp.ones(m.body_count, dtype=float, device=m.device)
         for name in ("displacement", "offset", "offset_ref", "offset_full", "u", "u_lambda", "momentum_gap"):
             setattr(self, name, zeros(dofs))
         self.J_values = zeros(m.nnz)

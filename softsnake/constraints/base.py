@@ -166,8 +166,14 @@ class ConstraintType(ItemKind):
     def velocity_correction_commands(self, solver, state, h):
         """Recorded launches after a substep's velocities are set that write into ``solver.dlam`` (zeroed
         before) the multipliers of a velocity change the substep's positions must not carry: the solver
-        adds M^-1 J^T of them to the particles' velocities (``newton.finish_commands``). Contacts take
-        back the velocity of a penetration a particle started its substep with; most types have none."""
+        adds u = M^-1 J^T of them to the velocities (``newton.finish_commands``). Contacts take back the
+        velocity of a penetration a point started its substep with; most types have none."""
+        return []
+
+    def body_velocity_limit_commands(self, solver, state, h):
+        """Recorded launches, after ``solver.u_lambda`` holds u = M^-1 J^T of the corrections, that lower
+        ``solver.body_correction_scale`` (1 before) to the share of u a body keeps (contacts: no contact point
+        loses more than its own correction)."""
         return []
 
     def row_command(self, solver, state, control, h):

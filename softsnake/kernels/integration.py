@@ -315,6 +315,42 @@ def add_particle_velocities(u: wp.array(dtype=float), particle_qd: wp.array(dtyp
     particle_qd[i] = particle_qd[i] + wp.vec3(u[3 * i], u[3 * i + 1], u[3 * i + 2])
 
 
+@wp.kernel(enable_backward=False)  # never on a wp.Tape: a correction the converged step does not make
+def add_body_velocities(
+    u: wp.array(dtype=float),
+    body_scale: wp.array(dtype=float),
+    body_q: wp.array(dtype=wp.transform),
+    body_inv_mass: wp.array(dtype=float),
+    body_inertia: wp.array(dtype=wp.mat33),
+    particle_count: int,
+    body_qd: wp.array(dtype=wp.spatial_vector),
+):
+    """(v, omega) += a (u_v, u_omega) for every body, u over the solver's degrees of freedom (after the
+    particles'), a its share (``body_scale``) and at most -(v . M u) / (u . M u), the step along u to the
+    least kinetic energy: a correction only ever removes kinetic energy, whatever its share. The share is
+    reset to 1 for the next substep's limits (one launch fewer than a fill)."""
+    b = nonnegative(wp.tid())
+    share = body_scale[b]
+    body_scale[b] = 1.0
+    base = 3 * particle_count + 6 * b
+    du = wp.vec3(u[base], u[base + 1], u[base + 2])
+    dw = wp.vec3(u[base + 3], u[base + 4], u[base + 5])
+    inv_mass = body_inv_mass[b]
+    if inv_mass > 0.0:
+        rot = wp.transform_get_rotation(body_q[b])
+        inertia = body_inertia[b]
+        qd = body_qd[b]
+        v = wp.spatial_top(qd)
+        w = wp.spatial_bottom(qd)
+        # M u: the mass, and the inertia turned to the world frame, R I R^T.
+        m_du = du / inv_mass
+        m_dw = wp.quat_rotate(rot, inertia * wp.quat_rotate_inv(rot, dw))
+        u_m_u = wp.dot(du, m_du) + wp.dot(dw, m_dw)
+        if u_m_u > 0.0:
+            a = wp.clamp(-(wp.dot(v, m_du) + wp.dot(w, m_dw)) / u_m_u, 0.0, share)
+            body_qd[b] = wp.spatial_vector(v + du * a, w + dw * a)
+
+
 @wp.kernel(enable_backward=False)  # never on a wp.Tape: the gradients use adjoint.velocities_from_offsets
 def finish_body_velocities(
     body_q: wp.array(dtype=wp.transform),

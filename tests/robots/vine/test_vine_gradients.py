@@ -1,15 +1,19 @@
 """Gradients of a vine rollout with respect to the vine's parameters (``robots.vine.gradients``) against
 central differences of whole rollouts.
 
-A three-link vine grows for 30 steps of 1/90 s (seed 000's step) at 45 degrees into a frictionless
-wall, which bends it; the loss is s . (final body centres) for a fixed random s. Each parameter's
-derivative is compared with central differences of rebuilt and re-run vines, Richardson-extrapolated
-from relative steps of 2 % and 1 %. The solves run to a tight budget; the gradient is that of the
-implicit step, which the engine's converged step meets up to its momentum lag
-(``softsnake.gradients``): measured, the derivatives agree within 3.2 % (body mass) and mostly
-within 1 %, so the test allows 5 % of each derivative (and 1 % of the largest for the curve samples,
-some of which are zero). Without the wall the vine grows straight and the stiffness, damping and
-inertia derivatives vanish (below the float32 rounding of the rollouts), so they could not be checked.
+A three-link vine starts 2.3 mm from a frictionless wall and grows into it at 0.3 m/s for 30 steps of
+1/90 s (seed 000's step) at 0.5 rad to it, which bends it; the loss is s . (final body centres) for a fixed
+random s. Each parameter's derivative is compared with central differences of rebuilt and re-run vines,
+Richardson-extrapolated from relative steps of 2 % and 1 %. The solves run to a tight budget; the gradient is
+that of the implicit step, which the engine's converged step meets up to its momentum lag
+(``softsnake.gradients``): measured, the derivatives agree within 0.8 % (body mass; damping 0.6 %, the
+others within 0.1 %), so the test allows 5 % of each derivative (and 1 % of the largest for the curve
+samples, some of which are zero). Until the nineteenth session the vine started 2.5 mm inside the wall
+and was launched out of it (a push whose velocity is now taken back, ``contact.depenetration_multipliers``,
+which the implicit step's gradient does not see): that launch set its derivatives (body mass 1.32 then,
+0.44 from the same start without it, 12 % from the adjoint). Without the wall the vine grows straight and the
+stiffness, damping and inertia derivatives vanish (below the float32 rounding of the rollouts), so they
+could not be checked.
 """
 
 import dataclasses
@@ -21,7 +25,7 @@ from softsnake.robots.vine.gradients import vine_gradients
 from softsnake.robots.vine.scene import ObstacleWall, VineParams
 from softsnake.robots.vine.simulation import VineBatch, VineSpec
 
-VINE = VineParams(link_count=3, length=0.05, heading=0.5, growth_rate=0.1, stiffness=0.002, damping=2e-5)
+VINE = VineParams(link_count=3, length=0.04, heading=0.5, growth_rate=0.3, stiffness=0.002, damping=2e-5)
 WALL = (ObstacleWall(start=(0.0, 0.03), end=(0.12, 0.03)),)
 STEPS, DT = 30, 1.0 / 90.0
 TIGHT = {"newton_iterations": 30, "linear_iterations": 60, "newton_tolerance": 0.0, "linear_tolerance": 0.0}
