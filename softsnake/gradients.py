@@ -501,6 +501,31 @@ def _regularized_least_squares(matrix, rhs, epsilon):
     return solution[:n]
 
 
+def _in_plane(adj, axis):
+    """The state adjoint ``adj`` without its out-of-plane components (a planar model's, ``axis`` its normal;
+    -1: unchanged): positions and velocities along the normal, and a body's quaternion components and angular
+    velocity about the in-plane axes.
+
+    A planar model's forward step keeps every state in the plane exactly (its prediction projects the
+    velocities), so no parameter and no in-plane state moves the out-of-plane components to first order,
+    and their adjoint never flows back into the in-plane one or into a parameter's gradient: dropping it
+    changes no gradient. Kept, it grew without bound backward in time in a vine's bodies' out-of-plane
+    components (their tilt and their offset along the normal, 3 to 70 times per substep in the video fits)
+    until it left float32's range and came back as NaN, inf times the zero sensitivities: 7 of 80
+    rollout-loss evaluations of the video fits failed so (nineteenth session)."""
+    if axis < 0:
+        return adj
+    adj = {name: array.copy() for name, array in adj.items()}
+    others = [k for k in range(3) if k != axis]
+    for name in ("particle_q", "particle_qd"):
+        adj[name][:, axis] = 0.0
+    adj["body_q"][:, axis] = 0.0
+    adj["body_q"][:, [3 + k for k in others]] = 0.0
+    adj["body_qd"][:, axis] = 0.0
+    adj["body_qd"][:, [3 + k for k in others]] = 0.0
+    return adj
+
+
 def _accumulate(target, arrays, sign=1.0):
     for key, array in arrays.items():
         if array.grad is not None:
@@ -541,6 +566,7 @@ def rollout_gradient(solver, records, adjoint_end, parameters=None, adjoint_afte
     shapes = {name: getattr(state, name).numpy().shape for name in STATE_ARRAYS}
     adj = {name: np.asarray(adjoint_end.get(name, np.zeros(shapes[name])), dtype=np.float64).reshape(shapes[name])
            for name in STATE_ARRAYS}
+    adj = _in_plane(adj, m.planar_axis)
     grads = {}
     n_dofs = eq.dofs
     pattern = _JacobianPattern(m)
@@ -553,6 +579,7 @@ def rollout_gradient(solver, records, adjoint_end, parameters=None, adjoint_afte
         eq.h = record.h
         for name, values in (extra or {}).items():
             adj[name] = adj[name] + np.asarray(values, dtype=np.float64).reshape(shapes[name])
+        adj = _in_plane(adj, m.planar_axis)
         eq.set_control(record)
         pred_tape, start, predicted = eq.predict(record)
         u_values = eq.offsets(record, predicted)
