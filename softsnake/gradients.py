@@ -615,8 +615,7 @@ def rollout_gradient(solver, records, adjoint_end, parameters=None, adjoint_afte
             if not (np.all(np.isfinite(y_bar[unknowns])) and np.all(np.isfinite(mu[unknowns]))):
                 raise SimulationError(
                     f"the gradient blew up: the adjoint of world {world} is not finite at substep {k} (step "
-                    f"{record.step}); it grows without bound backward in time where a step has no derivative "
-                    "(a contact at a kink of its complementarity)")
+                    f"{record.step}); it grew without bound backward in time from there")
         mu_dofs, mu_rows = _split(mu, n_dofs)
         g_back.backward({G1: mu_dofs, G2: mu_rows})
         for name in ("particle_q", "body_q"):
