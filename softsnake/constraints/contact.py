@@ -87,6 +87,14 @@ FRICTION_ROWS = wp.constant(2)
 
 
 @wp.func
+def friction_row_count(planar: int):
+    """Friction rows a contact uses: ``FRICTION_ROWS``, one in a planar model."""
+    if planar != 0:
+        return 1
+    return FRICTION_ROWS
+
+
+@wp.func
 def entity_point(
     entity: int,
     local: wp.vec3,
@@ -308,9 +316,7 @@ def eval_contact_rows(
     s = nonnegative(wp.tid())
     e = nonnegative(contact_slot_entity[s])
     row = nonnegative(contact_slot_row[s])
-    friction_count = FRICTION_ROWS
-    if planar != 0:
-        friction_count = 1
+    friction_count = friction_row_count(planar)
     for k in range(1 + friction_count):
         row_residual_scale[row + k] = 1.0
     # Branches, not early returns: Warp's adjoint ran the code after a return inside a branch, which
@@ -440,9 +446,7 @@ def fit_carried_contact_multipliers(
     e = nonnegative(contact_slot_entity[s])
     if contact_active[s] != 0:
         row = nonnegative(contact_slot_row[s])
-        friction_count = FRICTION_ROWS
-        if planar != 0:
-            friction_count = 1
+        friction_count = friction_row_count(planar)
         n = contact_normal[s]
         depth = float(0.0)
         slip_world = wp.vec3(0.0)
@@ -559,9 +563,7 @@ def depenetration_multipliers(
                 if e < particle_count:
                     dlam[row] = -taken * inv_h / w
                 else:
-                    friction_count = FRICTION_ROWS
-                    if planar != 0:
-                        friction_count = 1
+                    friction_count = friction_row_count(planar)
                     for k in range(1 + FRICTION_ROWS):
                         if k < 1 + friction_count:
                             dlam[row + k] = -lam[row + k] * inv_h
