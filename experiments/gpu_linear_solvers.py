@@ -10,7 +10,7 @@ graph and replayed, 20 Jacobi-preconditioned conjugate residual iterations, no t
 * batched: one launch per operation over all rows of all worlds, per-world reductions
   (``softsnake.linear_solve``, 4 launches per iteration);
 * block: ``cr_solve_block_per_world``, one thread block per world, the whole solve in one launch, at
-  ``linear_solve.block_threads``' size and at the sizes of ``BLOCK_THREADS`` ("block:N");
+  ``linear_solve.whole_solve_threads``' size and at the sizes of ``BLOCK_THREADS`` ("block:N");
 * warp_cr: Warp's own ``warp.optim.linear.cr`` with ``batch_offsets`` (one subproblem per world) on
   the same operator (our J M^-1 J^T + E product as its ``matvec``, the same Jacobi preconditioner).
   It iterates every world together and guards none of its divisions: a world whose right-hand side
@@ -50,9 +50,9 @@ from softsnake.robots.vine.simulation import VineBatch
 
 ITERATIONS = 20
 """Conjugate residual iterations per solve (the paper's budget)."""
-BLOCK_THREADS = (32, 128, 512)
-"""Block sizes tried beside ``linear_solve.block_threads``' choice ("block")."""
-CHOSEN_BLOCK_THREADS = linear_solve.block_threads
+BLOCK_THREADS = (32, 128, 256, 512)
+"""Block sizes tried beside ``linear_solve.whole_solve_threads``' choice ("block")."""
+CHOSEN_BLOCK_THREADS = linear_solve.whole_solve_threads
 
 
 @wp.kernel
@@ -178,9 +178,9 @@ def measure(solver, replays, repeats):
         else:
             solver.linear_solver, _, threads = variant.partition(":")
             if threads:  # a block size other than block_threads' choice
-                linear_solve.block_threads = lambda rows, threads=int(threads): threads
+                linear_solve.whole_solve_threads = lambda rows, threads=int(threads): threads
             commands = solve_commands(solver)
-            linear_solve.block_threads = CHOSEN_BLOCK_THREADS
+            linear_solve.whole_solve_threads = CHOSEN_BLOCK_THREADS
 
             def run():
                 for command in commands:

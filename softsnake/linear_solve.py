@@ -66,11 +66,23 @@ def multiply_commands(solver, x, y):
 
 
 def block_threads(rows):
-    """Threads of a block that shares at most ``rows`` items (the rows of a world of
-    ``cr_solve_block_per_world``, the chunk sums of a world): a few per thread, a whole number of
-    warps, at most 256 (so that many blocks fill the GPU)."""
+    """Threads of a block that adds at most ``rows`` items (the chunk sums of a world): a few per thread, a
+    whole number of warps, at most 256 (so that many blocks fill the GPU)."""
     threads = 32
     while threads < 256 and threads * 8 < rows:
+        threads *= 2
+    return threads
+
+
+def whole_solve_threads(rows):
+    """Threads of ``cr_solve_block_per_world``'s block for worlds of at most ``rows`` rows: the power of two
+    nearest above half the rows, from 32 to 512. Measured on an H100 (experiments/gpu_linear_solvers.py, 20
+    iterations; gpu.md, section 9), one solve of 4096 vines of 240 rows took 0.88 ms at 32 threads, 0.58 at
+    128, 1.73 at 512; one paper-mesh snake (28 332 rows) 70 ms at 32, 18.6 at 128, 10.4 at 256, 7.0 at 512.
+    Fewer threads walk more rows each in sequence; more leave threads idle in the block's sums and barriers
+    (and fewer blocks fit a multiprocessor)."""
+    threads = 32
+    while threads < 512 and 2 * threads < rows:
         threads *= 2
     return threads
 
@@ -90,7 +102,7 @@ def solve_commands(solver):
         outputs = [solver.u, solver.z, solver.p, solver.Az, solver.Ap, solver.dlam]
         if solver.linear_solver == "block":
             return [solver.record(linear_solver.cr_solve_block_per_world, m.world_count, inputs + [solver.JT_live_ends],
-                                  outputs=outputs, block_threads=block_threads(m.largest_world_rows))]
+                                  outputs=outputs, block_threads=whole_solve_threads(m.largest_world_rows))]
         return [solver.record(linear_solver.cr_solve_per_world, m.world_count,
                               inputs + [solver.live_rows, solver.JT_live_ends], outputs=outputs)]
     n, s = m.row_count, solver

@@ -37,7 +37,7 @@ from .validation import time_step
 
 BLOCK_MAX_ROWS = 1024
 """Up to this many rows in its largest world, "auto" runs a GPU's linear solves one thread block per world
-(``linear_solve.block_threads``: whole warps, about 8 rows per thread, 128 threads at 1024 rows): a small
+(``linear_solve.whole_solve_threads``: about 2 rows per thread, 512 threads at 1024 rows): a small
 world's iteration then costs a few microseconds, where the batched solver's 4 launches cost about 18 us
 whatever the size (measured on an H100: ``auto_linear_solver``). Between the vines' 120-240 rows and the
 snakes' 28 332 the crossing is not measured: from the per-iteration costs at the two ends (block: 4.6 us per
@@ -55,7 +55,13 @@ def auto_linear_solver(model):
     - On a GPU, for larger worlds, "batched" while there are fewer worlds than the GPU has multiprocessors
       (paper-mesh snakes, 28 332 rows: 1 / 10 / 32 / 128 snakes 14.6 / 28.0 / 44.9 / 186 ms per frame
       against 84.6 / 147 / 166 / 205 for one block per world, which leaves most of the GPU idle), "block"
-      from then on (256 snakes: 262 against 341 ms, 1024: 876 against 1295; the first H100 session)."""
+      from then on (256 snakes: 262 against 341 ms, 1024: 876 against 1295; the first H100 session; 256 again
+      in the third: 265 against 342).
+
+    Warp's own ``warp.optim.linear.cr`` (``batch_offsets``, the same operator and preconditioner) is no
+    choice: the solves alone, 20 iterations (gpu.md, section 9), took it 1.94 ms for one snake against the
+    batched solver's 1.54, 5.79 for 32 snakes against 4.63, and 3.55 ms for 4096 vines against one block per
+    vine's 0.58; it also guards none of its divisions (a converged world turns NaN)."""
     if model.device.is_cpu:
         return "per_world"
     if model.largest_world_rows <= BLOCK_MAX_ROWS or model.world_count >= model.device.sm_count:

@@ -201,7 +201,9 @@ def test_a_planar_adjoint_keeps_to_the_plane(monkeypatch):
     plane, so it never flows back. Dropped, the start's out-of-plane adjoint is zero; kept, it grew to
     1.1e-2 here, and in a video fit's vines, seeded by round-off (1e-15), by 3 to 70 times per substep
     until it overflowed float32 and came back as NaN (7 of 80 rollout-loss evaluations failed before the
-    nineteenth session)."""
+    nineteenth session). On a GPU "to the digit" becomes float32 round-off (1e-5 of the largest component):
+    Warp's backward kernels add each read's adjoint atomically, in an order a GPU does not fix (measured on
+    an H100: 4.8e-7 of 0.58)."""
     model, solver, records, end = rollout(hinged_chain, steps=60)
     in_plane = np.zeros_like(end)
     in_plane[:, :2] = np.random.default_rng(5).normal(size=(end.shape[0], 2))
@@ -218,8 +220,10 @@ def test_a_planar_adjoint_keeps_to_the_plane(monkeypatch):
             monkeypatch.setattr(gradients, "_in_plane", lambda adj, axis: adj)
         adjoint, grads = rollout_gradient(solver, records, {"body_q": both}, parameters)
         assert (out_of_plane(adjoint) > 1e-3) if keep else (out_of_plane(adjoint) == 0.0)
-        np.testing.assert_array_equal(adjoint["body_q"][:, [0, 1, 5, 6]], reference["body_q"][:, [0, 1, 5, 6]])
-        np.testing.assert_array_equal(grads["spring_stiffness"], reference_grads["spring_stiffness"])
+        for got, expected in ((adjoint["body_q"][:, [0, 1, 5, 6]], reference["body_q"][:, [0, 1, 5, 6]]),
+                              (grads["spring_stiffness"], reference_grads["spring_stiffness"])):
+            bound = 0.0 if model.device.is_cpu else 1e-5 * np.abs(expected).max()
+            np.testing.assert_allclose(got, expected, rtol=0.0, atol=bound)
 
 
 def beam_rollout(pressure=BEAM_PRESSURE, youngs_modulus=None, poisson_ratio=None):

@@ -8,6 +8,7 @@ import math
 
 import numpy as np
 import pytest
+import warp as wp
 
 import softsnake
 from engine_scenes import run
@@ -118,7 +119,8 @@ def test_newton_loop_ending_early_on_the_cpu_changes_no_bit(scene, monkeypatch):
         return scene_soft() if scene == "soft" else scene_bodies()
 
     def run_with(every_world_holds):
-        model = build()
+        with wp.ScopedDevice("cpu"):  # the early end is the CPU's: a GPU runs the whole budget in a graph
+            model = build()
         solver = softsnake.Solver(model, **({"newton_tolerance": 1e-3} if scene == "pendulums" else {}))
         calls = {"early": 0}
         original = solver._every_world_holds
@@ -245,3 +247,15 @@ def test_auto_linear_solver_follows_the_gpu_measurements():
     assert pick(False, 120, 1) == pick(False, BLOCK_MAX_ROWS, 1) == pick(False, 240, 4096) == "block"
     assert pick(False, BLOCK_MAX_ROWS + 1, 1) == pick(False, 28332, 128) == "batched"
     assert pick(False, 28332, 132) == pick(False, 28332, 1024) == "block"
+
+
+def test_block_solver_threads_follow_the_gpu_measurements():
+    """``linear_solve.whole_solve_threads``: the block solver's threads per world, whole warps from 32 to 512,
+    at the sizes an H100 measured fastest among 32, 128, 256 and 512 (gpu.md, section 9.3): 128 for a vine of
+    15 links (240 rows: 0.58 ms per solve of 4096 vines, against 0.88 at 32 and 1.73 at 512), 512 for a
+    paper-mesh snake (28 332 rows: 7.0 ms, against 10.4 at 256)."""
+    from softsnake.linear_solve import whole_solve_threads
+
+    assert whole_solve_threads(240) == 128 and whole_solve_threads(28332) == 512
+    sizes = [whole_solve_threads(rows) for rows in range(1, 3000)]
+    assert all(32 <= t <= 512 and t % 32 == 0 for t in sizes) and sizes == sorted(sizes)
