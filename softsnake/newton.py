@@ -27,6 +27,9 @@ import warp as wp
 from .kernels import integration, momentum, multipliers, rows
 from .linear_solve import inverse_mass_transpose_command, world_dot_commands
 
+FLAG_THREADS = 256
+"""Threads of the one block that flags whether some world still iterates (``multipliers.flag_iterating_worlds``)."""
+
 
 def predict_commands(solver, state, h):
     """x~ = x + h v + h^2 M^-1 f, the substep's start x_n kept; then contact detection."""
@@ -182,6 +185,8 @@ def assemble_commands(solver, state, control, h):
     commands.append(s.record(multipliers.hold_converged_rows, m.row_count, [m.row_world, s.retreat], outputs=[s.rhs]))
     commands.append(s.record(integration.remember_accepted_points, s.entity_count, [
         s.offset, m.particle_count, m.particle_world, m.body_world, s.retreat], outputs=[s.offset_ref]))
+    commands.append(s.record(multipliers.flag_iterating_worlds, 1, [s.retreat, m.world_count],
+                             outputs=[s.newton_iterating], block_threads=FLAG_THREADS))
     return commands
 
 

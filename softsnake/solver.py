@@ -6,7 +6,7 @@ last substep (warm start: the contact rows', carried in ``State.multipliers``), 
 iterations until each world converges (``softsnake.newton``), each solving its linear system by Jacobi-preconditioned
 conjugate residual (``softsnake.linear_solve``), and sets the velocities from the positions.
 Nothing inside a step reads back to the host on a GPU, so there a whole step can be captured in a CUDA
-graph (on the CPU the Newton loop ends early once every world has converged: ``Solver._every_world_holds``);
+graph (the Newton loop ends early once every world has converged, on a GPU by a conditional node of the graph);
 the blow-up check runs on the device in every step and its flags are read back every ``check_interval``
 steps.
 
@@ -200,6 +200,8 @@ class Solver:
                      "kinetic_energy", "energy_growth", "energy_streak"):
             setattr(self, name, zeros(m.world_count))
         self.retreat, self.world_flag = zeros(m.world_count, int), zeros(m.world_count, int)
+        # 1 while some world's Newton iteration goes on (multipliers.flag_iterating_worlds; Solver._substep).
+        self.newton_iterating = zeros(1, int)
         self.energy_streak_steps, self.energy_peak = zeros(m.world_count, int), zeros(m.world_count)
         # The elastic warm start's second start (SolverSettings.elastic_warm_start): carried multipliers, the
         # first start kept, the merits of both.
@@ -370,8 +372,11 @@ class Solver:
             self._run(recording["check"], "check")
 
     def _graphs_apply(self):
-        """Whether this step runs as a CUDA graph (``SolverSettings.cuda_graph``)."""
-        return self.cuda_graph and self.model.device.is_cuda and not self.profile and not self._launch_now
+        """Whether this step runs as a CUDA graph (``SolverSettings.cuda_graph``). The graph ends the Newton
+        loop by conditional nodes (CUDA 12.4 and later, driver and toolkit); without them steps run launch by
+        launch, the host taking the same branches."""
+        return (self.cuda_graph and self.model.device.is_cuda and not self.profile and not self._launch_now
+                and wp.is_conditional_graph_supported())
 
     def _replay_step(self, recording, state, h):
         """Run one step as a CUDA graph: the first step of a kind runs eagerly (it loads the kernels'
@@ -418,27 +423,30 @@ class Solver:
             else:
                 state.multipliers.zero_()
             self._run(recording["start"], "assemble")
+            # Each iteration runs while some world still iterates (its assembly ends by flagging that), on
+            # every device the same way: a branch the host takes (the CPU, a GPU stepped without a graph)
+            # or a conditional node of the step's CUDA graph. A world that holds its point changes nothing
+            # in later iterations (``multipliers.judge_newton_steps``: neither its multipliers nor its
+            # positions move, and it re-assembles the same rows), so ending the loop once every world holds
+            # leaves every state bit for bit as the whole budget would, and a converged batch pays only for
+            # the iterations it used.
             iteration = recording["newton"]
-            for _ in range(self.newton_iterations):
-                self._run(iteration["assemble"], "assemble")
-                if self._every_world_holds():
-                    break  # the rest of the substep's iterations would change nothing
-                self._run(iteration["solve"], "solve")
-                self._run(iteration["update"], "update")
+            self._run(iteration["assemble"], "assemble")
+            for k in range(self.newton_iterations):
+                wp.capture_if(self.newton_iterating, on_true=self._newton_iteration, iteration=iteration,
+                              assemble_next=k + 1 < self.newton_iterations)
             if self.line_search:
                 self._run(recording["final_check"], "update")
             state.multiplier_step = h if self.warm_start else 0.0
         self._run(recording["finish"], "finish")
 
-    def _every_world_holds(self):
-        """On the CPU: whether every world has converged and holds its point for the rest of the substep
-        (``multipliers.judge_newton_steps``). A holding world's later iterations change neither its
-        multipliers nor its positions (``update_multipliers``, ``positions_after_update``) and re-assemble
-        the same rows at the same point, so stopping the loop there leaves every state bit for bit as the
-        whole budget would, and a converged batch pays only for the iterations it used. On the CPU the flags
-        are host memory; on a GPU the read would stall the stream and cannot be captured in a graph, so
-        there the loop runs its whole budget (converged worlds idle in it)."""
-        return self.model.device.is_cpu and bool(np.all(self.retreat.numpy() == multipliers.HOLD))
+    def _newton_iteration(self, iteration, assemble_next):
+        """The rest of a Newton iteration whose assembly left some world iterating: solve and update, then
+        assemble (and judge) the next iteration's system, unless this was the last."""
+        self._run(iteration["solve"], "solve")
+        self._run(iteration["update"], "update")
+        if assemble_next:
+            self._run(iteration["assemble"], "assemble")
 
     # ------------------------------------------------------------------ checks
     def _check_belongs(self, obj, name):

@@ -186,8 +186,10 @@ class SolverSettings:
         cuda_graph: on a CUDA device, capture a step's launches (every substep, Newton iteration and
             linear solve, and the blow-up check) as a CUDA graph and replay it in later steps: the
             same kernels on the same arrays in the same order, so the same results, without the
-            per-launch cost of Python and the driver. Ignored on the CPU, with ``Solver(profile=True)``
-            and while gradients are recorded.
+            per-launch cost of Python and the driver. The graph ends a substep's Newton loop once every
+            world has converged by conditional nodes (CUDA 12.4 or later), as the host does without one.
+            Ignored on the CPU, with ``Solver(profile=True)``, while gradients are recorded, and where the
+            CUDA driver or Warp's toolkit is older than 12.4.
     """
 
     substeps: int = 2

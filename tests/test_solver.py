@@ -100,14 +100,15 @@ def test_solver_settings_changed_between_steps_take_effect():
 
 
 @pytest.mark.parametrize("scene", ["soft", "bodies", "pendulums"])
-def test_newton_loop_ending_early_on_the_cpu_changes_no_bit(scene, monkeypatch):
-    """On the CPU the Newton loop of a substep ends once every world holds its converged point
-    (``Solver._every_world_holds``). A scene (the soft cantilever with its pressure rows at 20 kPa, bodies of
-    every shape with friction and a hinge, or three worlds of a compliant double pendulum swinging at 0.5, 2
-    and 5 m/s, which converge at different iterations; at the default tolerance they never all do, so there
-    it is 1e-3) stepped 40 times at the default budget: the states, velocities and multipliers are bit for
-    bit those of the same run with the loop forced to its whole budget, and the loop did end early (otherwise
-    the test would compare nothing)."""
+def test_newton_loop_ending_early_changes_no_bit(device, scene, monkeypatch):
+    """The Newton loop of a substep ends once every world holds its converged point (``Solver._substep``: each
+    iteration is a ``wp.capture_if`` on ``Solver.newton_iterating``). A scene (the soft cantilever with its
+    pressure rows at 20 kPa, bodies of every shape with friction and a hinge, or three worlds of a compliant
+    double pendulum swinging at 0.5, 2 and 5 m/s, which converge at different iterations; at the default
+    tolerance they never all do, so there it is 1e-3) stepped 40 times at the default budget: the states,
+    velocities and multipliers are bit for bit those of the same run with every iteration forced to run, and
+    the loop did end early (otherwise the test would compare nothing). On a GPU, also the step captured in a
+    CUDA graph, where the branch is a conditional node the GPU takes without the host."""
     from engine_scenes import chain_builder, scene_bodies, scene_soft
 
     def build():
@@ -118,31 +119,40 @@ def test_newton_loop_ending_early_on_the_cpu_changes_no_bit(scene, monkeypatch):
             return worlds.finalize()
         return scene_soft() if scene == "soft" else scene_bodies()
 
-    def run_with(every_world_holds):
-        with wp.ScopedDevice("cpu"):  # the early end is the CPU's: a GPU runs the whole budget in a graph
-            model = build()
-        solver = softsnake.Solver(model, **({"newton_tolerance": 1e-3} if scene == "pendulums" else {}))
-        calls = {"early": 0}
-        original = solver._every_world_holds
+    branch = wp.capture_if
 
-        def holds():
-            held = original() if every_world_holds else False
-            calls["early"] += int(held)
-            return held
-        monkeypatch.setattr(solver, "_every_world_holds", holds)
+    def run_with(ending, cuda_graph=False):
+        with wp.ScopedDevice(device):
+            model = build()
+        solver = softsnake.Solver(model, cuda_graph=cuda_graph,
+                                  **({"newton_tolerance": 1e-3} if scene == "pendulums" else {}))
+        skipped = {"iterations": 0}
+
+        def counted(condition, on_true=None, **kwargs):  # the host's branch, counted (no graph here)
+            going = bool(condition.numpy()[0])
+            skipped["iterations"] += int(not going)
+            if going or ending == "never":
+                on_true(**kwargs)
+        if ending != "graph":
+            monkeypatch.setattr(wp, "capture_if", counted)
         state, control = model.state(), model.control()
         if model.pressure_channel_count:
             control.pressure.assign(np.full(model.pressure_channel_count, 2e4, dtype=np.float32))
         for _ in range(40):
             solver.step(state, state, control, 1.0 / 120.0)
+        monkeypatch.setattr(wp, "capture_if", branch)
         arrays = [state.particle_q, state.particle_qd, state.body_q, state.body_qd, state.multipliers]
-        return [a.numpy().copy() for a in arrays], calls["early"]
+        return [a.numpy().copy() for a in arrays], skipped["iterations"]
 
-    early, ended_early = run_with(True)
-    full, never = run_with(False)
-    assert ended_early > 0 and never == 0
+    early, skipped = run_with("early")
+    full, _ = run_with("never")
+    assert skipped > 0
     for a, b in zip(early, full):
         assert np.array_equal(a, b)
+    if wp.get_device(device).is_cuda:
+        graphed, _ = run_with("graph", cuda_graph=True)
+        for a, b in zip(early, graphed):
+            assert np.array_equal(a, b)
 
 
 def zero_crossing_period(t, signal):

@@ -122,6 +122,24 @@ def judge_newton_steps(
 
 
 @wp.kernel
+def flag_iterating_worlds(retreat: wp.array(dtype=int), world_count: int, iterating: wp.array(dtype=int)):
+    """iterating[0] = 1 if some world has not converged (retreat != HOLD), else 0: one thread block (on the
+    CPU one thread) counts them, each thread every block_dim-th world, then a sum over the block (integers:
+    exact in any order). The Newton loop goes on while it is 1 (``Solver._substep``: on a GPU a conditional
+    node of the step's CUDA graph)."""
+    _block, lane = wp.tid()
+    count = int(0)
+    w = lane
+    while w < world_count:
+        if retreat[w] != HOLD:
+            count += 1
+        w += wp.block_dim()
+    total = wp.tile_sum(wp.tile(count))[0]
+    if lane == 0:
+        iterating[0] = wp.where(total > 0, 1, 0)
+
+
+@wp.kernel
 def hold_converged_rows(row_world: wp.array(dtype=int), retreat: wp.array(dtype=int), rhs: wp.array(dtype=float)):
     """A zero right-hand side for the rows of worlds that hold their point: their solve does nothing."""
     i = nonnegative(wp.tid())
