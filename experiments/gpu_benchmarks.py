@@ -101,7 +101,7 @@ def main(argv=None):
     for snakes in args.peer_cases:
         model, handle, count = case_model(snakes, config, "paper", args.device)
         for graph, solver in PEERS:
-            r = time_model(model, handle, count, frames=args.frames, warmup=args.warmup, cuda_graph=graph,
+            r = time_model(model, handle, count, frames=args.frames, warmup=args.warmup, capture_graph=graph,
                            linear_solver=solver)
             r["device_memory"] = math.nan
             row = table_row(snakes, r, graph=graph, solver=solver)

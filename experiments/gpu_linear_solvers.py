@@ -74,7 +74,7 @@ def snake_system(snakes, device):
     """A solver holding the last Newton system of ``snakes`` paper-mesh snakes after 3 gait frames."""
     config = load_snake_config(resolution="paper")
     model, handle, count = case_model(snakes, config, "paper", device)
-    solver = snake_solver(model, **PAPER_BUDGET, cuda_graph=False, check_finite=False)
+    solver = snake_solver(model, **PAPER_BUDGET, capture_graph=False, check_finite=False)
     state, control = model.state(), model.control()
     command = gait_command(GaitParams(snake_count=count), 0.1, handle.link_count)
     control.pressure.assign(chamber_pressures(model, handle.link_channels, command))
@@ -90,7 +90,7 @@ def vine_system(vines, device, links=15):
     # Every world keeps iterating (no tolerance, no stop at the round-off floor): a converged world's
     # system has a zero right-hand side, on which Warp's batched CR divides 0 by 0 (NaN in that world;
     # ours stops the world instead), and every solver would time an empty solve.
-    batch.solver.cuda_graph, batch.solver.newton_tolerance, batch.solver.newton_floor = False, 0.0, 0.0
+    batch.solver.capture_graph, batch.solver.newton_tolerance, batch.solver.newton_floor = False, 0.0, 0.0
     for _ in range(20):
         batch.step(scene.sim.dt)
     return batch.solver

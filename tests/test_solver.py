@@ -121,10 +121,10 @@ def test_newton_loop_ending_early_changes_no_bit(device, scene, monkeypatch):
 
     branch = wp.capture_if
 
-    def run_with(ending, cuda_graph=False):
+    def run_with(ending, capture_graph=False):
         with wp.ScopedDevice(device):
             model = build()
-        solver = softsnake.Solver(model, cuda_graph=cuda_graph,
+        solver = softsnake.Solver(model, capture_graph=capture_graph,
                                   **({"newton_tolerance": 1e-3} if scene == "pendulums" else {}))
         skipped = {"iterations": 0}
 
@@ -150,7 +150,7 @@ def test_newton_loop_ending_early_changes_no_bit(device, scene, monkeypatch):
     for a, b in zip(early, full):
         assert np.array_equal(a, b)
     if wp.get_device(device).is_cuda:
-        graphed, _ = run_with("graph", cuda_graph=True)
+        graphed, _ = run_with("graph", capture_graph=True)
         for a, b in zip(early, graphed):
             assert np.array_equal(a, b)
 

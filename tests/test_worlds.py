@@ -283,11 +283,11 @@ def test_block_linear_solver_matches_per_world(device, planar):
     assert difference < 1e-4, difference
 
 
-def test_cuda_graph_steps_match_plain_launches(device):
-    """A step replayed from a CUDA graph (``cuda_graph``, the default) computes what the same launches compute one
-    by one: bit-identical states after 30 steps of soft cubes, rods and particles, warm-started, with external forces
-    switched on halfway (new values in an array the replayed graph reads). On the CPU both run the launches."""
-    graph, plain = (three_world_positions(device, push_at=15, cuda_graph=flag) for flag in (True, False))
+def test_graph_steps_match_plain_launches(device):
+    """A step replayed from a graph (``capture_graph``, the default: a CUDA graph, or Warp's CPU graph) computes what
+    the same launches compute one by one: bit-identical states after 30 steps of soft cubes, rods and particles,
+    warm-started, with external forces switched on halfway (new values in an array the replayed graph reads)."""
+    graph, plain = (three_world_positions(device, push_at=15, capture_graph=flag) for flag in (True, False))
     assert np.array_equal(graph, plain)
 
 

@@ -41,7 +41,6 @@ Measured in runs that do not diverge (tenth session of 2026-11-25, CPU; experime
 model, at most 1.06 m/s), 45 in the five shipped vine scenes, 36 in the test suite outside the tests that
 run away on purpose, 12 in the main gait run; the fastest point 19.6 m/s (2 s of free fall, streak 8.4)."""
 
-from typing import Any
 
 import warp as wp
 
@@ -200,24 +199,39 @@ def check_worlds(
     world_flag[w] = wp.max(world_flag[w], flag)
 
 
+@wp.func
+def flag_nonfinite_input(finite: bool, i: int, world: int, input_index: int, input_count: int,
+                         input_flag: wp.array(dtype=int)):
+    """Entry i of a step input that is NaN or Inf flags (its world, the input) in input_flag as i + 1, the
+    largest such entry winning (``softsnake.input_checks`` names them)."""
+    if not finite:
+        wp.atomic_max(input_flag, world * input_count + input_index, i + 1)
+
+
+# One kernel per input type (controls: float; particle forces: vec3; body forces: spatial_vector), not one
+# generic kernel with overloads: a CPU graph (Warp's API capture) replayed an overload of the wrong type,
+# reading a vec3 array as spatial vectors, past its end (twentieth session).
 @wp.kernel
-def flag_nonfinite_inputs(
-    values: wp.array(dtype=Any),
-    item_world: wp.array(dtype=int),
-    input_index: int,
-    input_count: int,
-    input_flag: wp.array(dtype=int),
-):
-    """Inputs of a step (controls: float; forces: vec3 or spatial_vector) that are NaN or Inf: entry i
-    flags (its world, the input) in input_flag as i + 1, the largest such entry winning
-    (``softsnake.input_checks`` names them)."""
+def flag_nonfinite_floats(values: wp.array(dtype=float), item_world: wp.array(dtype=int), input_index: int,
+                          input_count: int, input_flag: wp.array(dtype=int)):
     i = nonnegative(wp.tid())
-    if not wp.isfinite(values[i]):
-        wp.atomic_max(input_flag, nonnegative(item_world[i]) * input_count + input_index, i + 1)
+    flag_nonfinite_input(wp.isfinite(values[i]), i, nonnegative(item_world[i]), input_index, input_count, input_flag)
 
 
-# The input types it runs on (controls: float; particle forces: vec3; body forces: spatial_vector), declared
-# here so that the module is whole when it first loads: an overload first made at a launch changes the module,
-# which Warp then hashes, compiles (on a cold cache) and loads again, once per type.
-for _values_dtype in (float, wp.vec3, wp.spatial_vector):
-    wp.overload(flag_nonfinite_inputs, {"values": wp.array(dtype=_values_dtype)})
+@wp.kernel
+def flag_nonfinite_vec3s(values: wp.array(dtype=wp.vec3), item_world: wp.array(dtype=int), input_index: int,
+                         input_count: int, input_flag: wp.array(dtype=int)):
+    i = nonnegative(wp.tid())
+    flag_nonfinite_input(wp.isfinite(values[i]), i, nonnegative(item_world[i]), input_index, input_count, input_flag)
+
+
+@wp.kernel
+def flag_nonfinite_spatial_vectors(values: wp.array(dtype=wp.spatial_vector), item_world: wp.array(dtype=int),
+                                   input_index: int, input_count: int, input_flag: wp.array(dtype=int)):
+    i = nonnegative(wp.tid())
+    flag_nonfinite_input(wp.isfinite(values[i]), i, nonnegative(item_world[i]), input_index, input_count, input_flag)
+
+
+FLAG_NONFINITE = {wp.float32: flag_nonfinite_floats, wp.vec3: flag_nonfinite_vec3s,
+                  wp.spatial_vector: flag_nonfinite_spatial_vectors}
+"""The kernel that checks a step input of each element type."""

@@ -126,7 +126,7 @@ def flag_iterating_worlds(retreat: wp.array(dtype=int), world_count: int, iterat
     """iterating[0] = 1 if some world has not converged (retreat != HOLD), else 0: one thread block (on the
     CPU one thread) counts them, each thread every block_dim-th world, then a sum over the block (integers:
     exact in any order). The Newton loop goes on while it is 1 (``Solver._substep``: on a GPU a conditional
-    node of the step's CUDA graph)."""
+    node of the step's CUDA graph, a conditional branch of a CPU graph)."""
     _block, lane = wp.tid()
     count = int(0)
     w = lane

@@ -9,7 +9,7 @@ timed frame is bracketed by ``wp.synchronize`` and the median is reported.
 Split. "solve" is the time spent in the linear solves (the conjugate residual iterations), as the
 solver times them itself (``Solver(profile=True)``, its ``profile_seconds["solve"]``, each phase
 bracketed by a synchronize) in frames after the timed ones, as a share of the frame applied to the
-timed total (on a GPU the timed frames run as CUDA graphs, which have no phases to time); "assembly"
+timed total (the timed frames run as graphs, CUDA or CPU, which have no phases to time); "assembly"
 is the rest of the frame: prediction, contact detection, row evaluation and preparation, position
 and velocity updates. Assembly + solve = total, as in Table II. The chambers are pressurised during
 timing (the gait at t = 0.1 s) so that the actuation rows take part.
@@ -75,11 +75,11 @@ def time_case(snakes, *, config, resolution, device, frames, warmup, dt=DT_DEFAU
     CUDA memory pool [B] (NaN on the CPU), solve_share, and max_particle_speed, the
     fastest particle after the last frame [m/s] (a blown-up frame raises SimulationError instead).
 
-    ``total`` is the median of ``frames`` frames run as in a gait run (on a GPU each frame one CUDA
-    graph, ``SolverSettings.cuda_graph``); then ``frames`` more frames run with the solver's phase
+    ``total`` is the median of ``frames`` frames run as in a gait run (each frame one graph, CUDA or CPU:
+    ``SolverSettings.capture_graph``); then ``frames`` more frames run with the solver's phase
     timing (every phase bracketed by a synchronize, no graph), whose share of the linear solves
     (``solve_share``) splits ``total`` into solve and assembly. ``solver_options``: any
-    ``SolverSettings`` field over the paper's budget (``linear_solver="batched"``, ``cuda_graph=False``)."""
+    ``SolverSettings`` field over the paper's budget (``linear_solver="batched"``, ``capture_graph=False``)."""
     pool_before = pool_used(device)
     model, handle, count = case_model(snakes, config, resolution, device)
     result = time_model(model, handle, count, frames=frames, warmup=warmup, dt=dt, **solver_options)
