@@ -442,11 +442,11 @@ class Solver:
             self._run(recording["start"], "assemble")
             # Each iteration runs while some world still iterates (its assembly ends by flagging that), on
             # every device the same way: a branch the host takes (a step run launch by launch) or a
-            # conditional branch of the step's graph (on a GPU a conditional node). A world that holds its point changes nothing
-            # in later iterations (``multipliers.judge_newton_steps``: neither its multipliers nor its
-            # positions move, and it re-assembles the same rows), so ending the loop once every world holds
-            # leaves every state bit for bit as the whole budget would, and a converged batch pays only for
-            # the iterations it used.
+            # conditional branch of the step's graph (on a GPU a conditional node). A world that holds its
+            # point changes nothing in later iterations (``multipliers.judge_newton_steps``: neither its
+            # multipliers nor its positions move, and it re-assembles the same rows), so ending the loop once
+            # every world holds leaves every state bit for bit as the whole budget would, and a converged
+            # batch pays only for the iterations it used.
             iteration = recording["newton"]
             self._run(iteration["assemble"], "assemble")
             for k in range(self.newton_iterations):
