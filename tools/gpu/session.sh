@@ -23,7 +23,8 @@
 # suite's SOFTSNAKE_TEST_DEVICES) and DEVICE (the benchmarks' and the gait's): both cuda by default, cpu for a
 # dry run of a stage here; TABLE2_CASES (table2's --cases) and VINES_ARGS (vine_runtime.py's options but
 # --device and --out) for a shorter stage; TESTS (pytest's test paths, default all: the files a cut run
-# left unrun first, say).
+# left unrun first, say); TESTS_FILE (a file of test node ids, one per line, instead of TESTS: a cut run
+# leaves the tests it did not reach in $STASH/unrun.txt and $OUT/unrun.txt).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -37,6 +38,7 @@ DEVICE=${DEVICE:-cuda}
 TEST_DEVICES=${TEST_DEVICES:-$DEVICE}
 TABLE2_CASES=${TABLE2_CASES:-0.25,1,10,32,128,256,1024}
 TESTS=${TESTS:-}
+TESTS_FILE=${TESTS_FILE:-}
 VINES_ARGS=${VINES_ARGS:---links 15 --sizes 1,256,4096 --bodies 30 --linear-solvers per_world,block,batched}
 mkdir -p "$OUT" "$STASH/parts"
 
@@ -101,12 +103,50 @@ EOF
 tests() {
     use_payload
     warm
-    local timeout_option=()
+    local timeout_option=() selection=()
     "$PYTHON" -c "import pytest_timeout" 2> /dev/null && timeout_option=(--timeout 300)
-    # shellcheck disable=SC2086  # $TESTS is a list of test paths
+    if [ -n "$TESTS_FILE" ]; then
+        mapfile -t selection < "$TESTS_FILE"  # node ids, one per line (they may hold spaces)
+    else
+        # shellcheck disable=SC2206  # $TESTS is a list of test paths
+        selection=($TESTS)
+    fi
     SOFTSNAKE_TEST_DEVICES=$TEST_DEVICES timeout --signal=INT "$STAGE_SECONDS" "$PYTHON" -m pytest -n "$WORKERS" \
         -vv -rfE --tb=short -p no:cacheprovider "${timeout_option[@]}" --junitxml="$OUT/junit.xml" \
-        $TESTS 2>&1 | tee "$OUT/tests.log" | grep -E "FAILED|ERROR|passed|failed" | tail -40
+        "${selection[@]}" 2>&1 | tee "$OUT/tests.log" | grep -E "FAILED|ERROR|passed|failed" | tail -40
+    unrun "${selection[@]}"
+}
+
+# The tests of the selection that the junit file does not report (a run cut by its limit), one node id per
+# line into $OUT/unrun.txt and $STASH/unrun.txt: `TESTS_FILE=$STASH/unrun.txt ... tests` runs them next.
+unrun() {
+    # The project's addopts hold a -q, which with this one would print counts per file instead of node ids.
+    SOFTSNAKE_TEST_DEVICES=$TEST_DEVICES "$PYTHON" -m pytest -o addopts=--import-mode=importlib --collect-only -q \
+        -p no:cacheprovider "$@" 2> /dev/null \
+        | grep "::" > "$OUT/collected.txt"
+    "$PYTHON" - "$OUT/collected.txt" "$OUT/junit.xml" "$OUT/unrun.txt" <<'EOF'
+import sys
+import xml.etree.ElementTree as ElementTree
+
+collected, junit, unrun = sys.argv[1:]
+ran = set()
+try:
+    for case in ElementTree.parse(junit).getroot().iter("testcase"):
+        ran.add((case.get("classname"), case.get("name")))
+except (OSError, ElementTree.ParseError):
+    pass  # no junit file: nothing ran
+nodes = open(collected).read().splitlines()
+left = []
+for node in nodes:
+    path, *names = node.split("::")
+    classname = ".".join([path.removesuffix(".py").replace("/", "."), *names[:-1]])
+    if (classname, names[-1]) not in ran:
+        left.append(node)
+open(unrun, "w").write("".join(line + "\n" for line in left))
+print(f"unrun: {len(left)} of the {len(nodes)} selected tests did not run (their ids: {unrun})")
+EOF
+    cp "$OUT/unrun.txt" "$STASH/unrun.txt"
+    rm -f "$OUT/collected.txt"
 }
 
 # One experiment under the stage's time limit, its printout in $OUT/NAME.log and its files in $OUT/NAME.tar.gz.
