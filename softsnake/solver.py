@@ -69,22 +69,6 @@ def auto_linear_solver(model):
     return "batched"
 
 
-def _load_kernel_modules(commands, device):
-    """Load the modules of every recorded launch in ``commands`` (nested lists and dicts) on ``device``. The
-    step before a capture runs eagerly to load them, but a branch it did not take (a Newton iteration after
-    every world converged) loaded nothing, and a capture cannot load a module on every driver."""
-    if isinstance(commands, dict):
-        for value in commands.values():
-            _load_kernel_modules(value, device)
-    elif isinstance(commands, (list, tuple)):
-        for command in commands:
-            _load_kernel_modules(command, device)
-    else:
-        kernel = getattr(getattr(commands, "__self__", None), "kernel", None)
-        if isinstance(kernel, wp.Kernel):
-            kernel.module.load(device)
-
-
 RECORDINGS_KEPT = 2
 """How many recordings (a step's launches on one set of state and control arrays, with their graphs) a
 Solver keeps: two states stepped in turn (``step(state_0, state_1)``, then the other way round) replay theirs
@@ -410,7 +394,6 @@ class Solver:
             self._run_step(recording, state, h)
             return
         if graphs[key] is None:
-            _load_kernel_modules(recording, self.model.device)
             with wp.ScopedCapture(device=self.model.device, force_module_load=False) as capture:
                 self._run_step(recording, state, h)
             graphs[key] = capture.graph
