@@ -201,7 +201,7 @@ class Solver:
             setattr(self, name, zeros(m.world_count))
         self.retreat, self.world_flag = zeros(m.world_count, int), zeros(m.world_count, int)
         # 1 while some world's Newton iteration goes on (multipliers.flag_iterating_worlds; Solver._substep).
-        self.newton_iterating = zeros(1, int)
+        self.newton_iterating, self.newton_count = zeros(1, int), zeros(1, int)
         self.energy_streak_steps, self.energy_peak = zeros(m.world_count, int), zeros(m.world_count)
         # The elastic warm start's second start (SolverSettings.elastic_warm_start): carried multipliers, the
         # first start kept, the merits of both.
@@ -331,8 +331,11 @@ class Solver:
                 "elastic_start": newton.elastic_start_commands(self, state, control, h)
                 if has_rows and self.elastic_start_on else [],
                 "start": newton.start_line_search_commands(self) if has_rows else [],
-                "newton": {"assemble": newton.assemble_commands(self, state, control, h),
-                           "solve": solve_commands(self), "update": newton.update_commands(self, state)}
+                "newton": {"begin": [self.record(multipliers.start_newton_count, 1, [], outputs=[self.newton_count])],
+                           "assemble": newton.assemble_commands(self, state, control, h),
+                           "solve": solve_commands(self), "update": newton.update_commands(self, state),
+                           "count": [self.record(multipliers.count_newton_iteration, 1, [
+                               self.newton_count, self.newton_iterations], outputs=[self.newton_iterating])]}
                 if has_rows else {},
                 "final_check": (newton.assemble_commands(self, state, control, h)
                                 + newton.update_commands(self, state, take_step=False)) if has_rows else [],
@@ -423,30 +426,29 @@ class Solver:
             else:
                 state.multipliers.zero_()
             self._run(recording["start"], "assemble")
-            # Each iteration runs while some world still iterates (its assembly ends by flagging that), on
-            # every device the same way: a branch the host takes (a step run launch by launch) or a
-            # conditional branch of the step's graph (on a GPU a conditional node). A world that holds its
-            # point changes nothing in later iterations (``multipliers.judge_newton_steps``: neither its
-            # multipliers nor its positions move, and it re-assembles the same rows), so ending the loop once
-            # every world holds leaves every state bit for bit as the whole budget would, and a converged
-            # batch pays only for the iterations it used.
+            # The iterations go on while some world still iterates (each assembly ends by flagging that) and
+            # the budget lasts (a device counter), on every device the same way: a loop the host runs (a step
+            # run launch by launch) or a conditional loop of the step's graph (on a GPU a conditional node),
+            # whose body is recorded once. A world that holds its point changes nothing in later iterations
+            # (``multipliers.judge_newton_steps``: neither its multipliers nor its positions move, and it
+            # re-assembles the same rows), so ending the loop once every world holds leaves every state bit
+            # for bit as the whole budget would, and a converged batch pays only for the iterations it used.
             iteration = recording["newton"]
+            self._run(iteration["begin"])
             self._run(iteration["assemble"], "assemble")
-            for k in range(self.newton_iterations):
-                wp.capture_if(self.newton_iterating, on_true=self._newton_iteration, iteration=iteration,
-                              assemble_next=k + 1 < self.newton_iterations)
+            wp.capture_while(self.newton_iterating, while_body=self._newton_iteration, iteration=iteration)
             if self.line_search:
                 self._run(recording["final_check"], "update")
             state.multiplier_step = h if self.warm_start else 0.0
         self._run(recording["finish"], "finish")
 
-    def _newton_iteration(self, iteration, assemble_next):
-        """The rest of a Newton iteration whose assembly left some world iterating: solve and update, then
-        assemble (and judge) the next iteration's system, unless this was the last."""
+    def _newton_iteration(self, iteration):
+        """The rest of a Newton iteration whose assembly left some world iterating: solve and update, count it,
+        then, unless that was the budget's last, assemble (and judge) the next iteration's system."""
         self._run(iteration["solve"], "solve")
         self._run(iteration["update"], "update")
-        if assemble_next:
-            self._run(iteration["assemble"], "assemble")
+        self._run(iteration["count"])
+        wp.capture_if(self.newton_iterating, on_true=self._run, commands=iteration["assemble"], phase="assemble")
 
     # ------------------------------------------------------------------ checks
     def _check_belongs(self, obj, name):

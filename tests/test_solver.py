@@ -99,17 +99,28 @@ def test_solver_settings_changed_between_steps_take_effect():
     assert not np.array_equal(state.particle_q.numpy(), unchanged.particle_q.numpy())
 
 
+@wp.kernel
+def every_world_iterating(retreat: wp.array(dtype=int), world_count: int, iterating: wp.array(dtype=int)):
+    """``multipliers.flag_iterating_worlds`` for a loop forced to its whole budget."""
+    _block, lane = wp.tid()
+    if lane == 0:
+        iterating[0] = 1
+
+
 @pytest.mark.parametrize("scene", ["soft", "bodies", "pendulums"])
 def test_newton_loop_ending_early_changes_no_bit(device, scene, monkeypatch):
-    """The Newton loop of a substep ends once every world holds its converged point (``Solver._substep``: each
-    iteration is a ``wp.capture_if`` on ``Solver.newton_iterating``). A scene (the soft cantilever with its
-    pressure rows at 20 kPa, bodies of every shape with friction and a hinge, or three worlds of a compliant
-    double pendulum swinging at 0.5, 2 and 5 m/s, which converge at different iterations; at the default
-    tolerance they never all do, so there it is 1e-3) stepped 40 times at the default budget: the states,
-    velocities and multipliers are bit for bit those of the same run with every iteration forced to run, and
-    the loop did end early (otherwise the test would compare nothing). On a GPU, also the step captured in a
-    CUDA graph, where the branch is a conditional node the GPU takes without the host."""
+    """The Newton loop of a substep ends once every world holds its converged point (``Solver._substep``: a
+    ``wp.capture_while`` on ``Solver.newton_iterating``, which each assembly sets and the budget's counter
+    clears). A scene (the soft cantilever with its pressure rows at 20 kPa, bodies of every shape with friction
+    and a hinge, or three worlds of a compliant double pendulum swinging at 0.5, 2 and 5 m/s, which converge at
+    different iterations; at the default tolerance they never all do, so there it is 1e-3) stepped 40 times at
+    the default budget: the states, velocities and multipliers are bit for bit those of the same run with the
+    loop forced to its whole budget (every world flagged as iterating), the forced run ran the whole budget, and
+    the loop did end early (otherwise the test would compare nothing). Each run steps launch by launch and in
+    a graph (Warp's CPU graph, or a CUDA graph with conditional nodes): all four agree bit for bit."""
     from engine_scenes import chain_builder, scene_bodies, scene_soft
+
+    from softsnake.kernels import multipliers
 
     def build():
         if scene == "pendulums":
@@ -119,40 +130,40 @@ def test_newton_loop_ending_early_changes_no_bit(device, scene, monkeypatch):
             return worlds.finalize()
         return scene_soft() if scene == "soft" else scene_bodies()
 
-    branch = wp.capture_if
+    flag = multipliers.flag_iterating_worlds
+    steps = 40
 
-    def run_with(ending, capture_graph=False):
+    def run_with(forced, capture_graph):
+        monkeypatch.setattr(multipliers, "flag_iterating_worlds", every_world_iterating if forced else flag)
         with wp.ScopedDevice(device):
             model = build()
         solver = softsnake.Solver(model, capture_graph=capture_graph,
                                   **({"newton_tolerance": 1e-3} if scene == "pendulums" else {}))
-        skipped = {"iterations": 0}
+        iterations = {"run": 0}
+        original = solver._newton_iteration
 
-        def counted(condition, on_true=None, **kwargs):  # the host's branch, counted (no graph here)
-            going = bool(condition.numpy()[0])
-            skipped["iterations"] += int(not going)
-            if going or ending == "never":
-                on_true(**kwargs)
-        if ending != "graph":
-            monkeypatch.setattr(wp, "capture_if", counted)
+        def counted(**kwargs):  # called once per iteration by the host's loop; once per capture in a graph
+            iterations["run"] += 1
+            original(**kwargs)
+        monkeypatch.setattr(solver, "_newton_iteration", counted)
         state, control = model.state(), model.control()
         if model.pressure_channel_count:
             control.pressure.assign(np.full(model.pressure_channel_count, 2e4, dtype=np.float32))
-        for _ in range(40):
+        for _ in range(steps):
             solver.step(state, state, control, 1.0 / 120.0)
-        monkeypatch.setattr(wp, "capture_if", branch)
         arrays = [state.particle_q, state.particle_qd, state.body_q, state.body_qd, state.multipliers]
-        return [a.numpy().copy() for a in arrays], skipped["iterations"]
+        return [a.numpy().copy() for a in arrays], iterations["run"], solver
 
-    early, skipped = run_with("early")
-    full, _ = run_with("never")
-    assert skipped > 0
+    early, iterations, solver = run_with(False, capture_graph=False)
+    full, budget_iterations, _ = run_with(True, capture_graph=False)
+    assert budget_iterations == steps * solver.substeps * solver.newton_iterations
+    assert iterations < budget_iterations
+    for forced, reference in ((False, early), (True, full)):
+        graphed, _, _ = run_with(forced, capture_graph=True)
+        for a, b in zip(graphed, reference):
+            assert np.array_equal(a, b)
     for a, b in zip(early, full):
         assert np.array_equal(a, b)
-    if wp.get_device(device).is_cuda:
-        graphed, _ = run_with("graph", capture_graph=True)
-        for a, b in zip(early, graphed):
-            assert np.array_equal(a, b)
 
 
 def zero_crossing_period(t, signal):

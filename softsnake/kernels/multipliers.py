@@ -140,6 +140,21 @@ def flag_iterating_worlds(retreat: wp.array(dtype=int), world_count: int, iterat
 
 
 @wp.kernel
+def start_newton_count(count: wp.array(dtype=int)):
+    """The substep's Newton iterations counted from zero (``count_newton_iteration``)."""
+    count[0] = 0
+
+
+@wp.kernel
+def count_newton_iteration(count: wp.array(dtype=int), budget: int, iterating: wp.array(dtype=int)):
+    """One more Newton iteration done; at the budget the loop ends (iterating[0] = 0) whatever the worlds."""
+    done = count[0] + 1
+    count[0] = done
+    if done >= budget:
+        iterating[0] = 0
+
+
+@wp.kernel
 def hold_converged_rows(row_world: wp.array(dtype=int), retreat: wp.array(dtype=int), rhs: wp.array(dtype=float)):
     """A zero right-hand side for the rows of worlds that hold their point: their solve does nothing."""
     i = nonnegative(wp.tid())
