@@ -177,7 +177,7 @@ def measure(solver, replays, repeats):
                 state()
         else:
             solver.linear_solver, _, threads = variant.partition(":")
-            if threads:  # a block size other than block_threads' choice
+            if threads:  # a block size other than whole_solve_threads' choice
                 linear_solve.whole_solve_threads = lambda rows, threads=int(threads): threads
             commands = solve_commands(solver)
             linear_solve.whole_solve_threads = CHOSEN_BLOCK_THREADS

@@ -65,13 +65,19 @@ def multiply_commands(solver, x, y):
                 m.row_block_start, m.chunk_start, m.chunk_end], outputs=[y, s.zAz_partial])]
 
 
+def _warps_for(rows, rows_per_thread, most):
+    """The fewest threads, a power of two from one warp (32) up to ``most``, that leave each at most
+    ``rows_per_thread`` of ``rows`` items."""
+    threads = 32
+    while threads < most and threads * rows_per_thread < rows:
+        threads *= 2
+    return threads
+
+
 def block_threads(rows):
     """Threads of a block that adds at most ``rows`` items (the chunk sums of a world): a few per thread, a
     whole number of warps, at most 256 (so that many blocks fill the GPU)."""
-    threads = 32
-    while threads < 256 and threads * 8 < rows:
-        threads *= 2
-    return threads
+    return _warps_for(rows, 8, 256)
 
 
 def whole_solve_threads(rows):
@@ -81,10 +87,7 @@ def whole_solve_threads(rows):
     128, 1.73 at 512; one paper-mesh snake (28 332 rows) 70 ms at 32, 18.6 at 128, 10.4 at 256, 7.0 at 512.
     Fewer threads walk more rows each in sequence; more leave threads idle in the block's sums and barriers
     (and fewer blocks fit a multiprocessor)."""
-    threads = 32
-    while threads < 512 and 2 * threads < rows:
-        threads *= 2
-    return threads
+    return _warps_for(rows, 2, 512)
 
 
 def solve_commands(solver):

@@ -41,7 +41,6 @@ Measured in runs that do not diverge (tenth session of 2026-11-25, CPU; experime
 model, at most 1.06 m/s), 45 in the five shipped vine scenes, 36 in the test suite outside the tests that
 run away on purpose, 12 in the main gait run; the fastest point 19.6 m/s (2 s of free fall, streak 8.4)."""
 
-
 import warp as wp
 
 from .entities import nonnegative
