@@ -13,12 +13,18 @@ bit-identical). All stop a world once its residual has fallen by ``linear_tolera
 from .kernels import linear_solver, operator
 
 
+TRANSPOSE_THREADS = 32
+"""Threads of the block that gathers one entity's u = M^-1 J^T x (``operator.apply_inverse_mass_transpose``):
+one warp, so that a snake particle's ~70 entries (125 at most) take at most 4 steps per thread and a body's 178
+at most 6, where one thread per entity walked them all; on the CPU a block is one thread."""
+
+
 def inverse_mass_transpose_command(solver, x, u):
     """u = M^-1 J^T x (the solver's current J)."""
     m = solver.model
     return solver.record(operator.apply_inverse_mass_transpose, solver.entity_count, [
         m.JT_offsets, m.JT_offsets[1:], m.JT_columns, solver.JT_values, x, m.particle_inv_mass, m.body_inv_mass,
-        solver.body_inv_inertia_world, m.particle_count, solver.planar], outputs=[u])
+        solver.body_inv_inertia_world, m.particle_count, solver.planar], outputs=[u], block_threads=TRANSPOSE_THREADS)
 
 
 def record_per_chunk(solver, kernel, inputs, outputs):

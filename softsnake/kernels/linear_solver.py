@@ -1,7 +1,8 @@
 """Jacobi-preconditioned conjugate residual on [J M^-1 J^T + E] dlambda = b, many worlds at once.
 
-The product with the system matrix is matrix-free: u = M^-1 J^T x (one thread per particle or
-body, gathering from the explicit CSR of J^T: see ``integration.apply_inverse_mass_transpose``),
+The product with the system matrix is matrix-free: u = M^-1 J^T x (a thread block per particle or
+body in the batched launches, gathering from the explicit CSR of J^T: see
+``operator.apply_inverse_mass_transpose``),
 then y = J u + E x (``operator.row_product``). Every inner product is reduced per world in two
 deterministic passes: fixed chunks of rows that never straddle two worlds, each summed by one
 thread block, then each world's chunk sums by one block. A block adds in a fixed tree (thread t
@@ -346,7 +347,7 @@ def world_inverse_mass_transpose(
     if planar != 0:
         while b < body_end:
             base = nonnegative(3 * particle_count + 6 * b)
-            g = gather_transpose_block(JT_offsets, JT_ends, JT_columns, JT_values, x, base, base + 1, base + 5)
+            g = gather_transpose_block(JT_offsets, JT_ends, JT_columns, JT_values, x, base, base + 1, base + 5, 0, 1)
             inv_mass = body_inv_mass[b]
             u[base] = g[0] * inv_mass
             u[base + 1] = g[1] * inv_mass

@@ -1,7 +1,9 @@
 """The operator of every Newton step's linear system, A = J M^-1 J^T + E, matrix-free.
 
-u = M^-1 J^T x runs one thread per particle or body, gathering from the explicit CSR of J^T (no
-atomics, so the sums are deterministic; ``finalize`` lays out J^T once). y = J u + E x is a
+u = M^-1 J^T x gathers each particle's or body's sums from the explicit CSR of J^T (no atomics, so
+the sums are deterministic; ``finalize`` lays out J^T once): one thread block per entity in the
+batched launches (``apply_inverse_mass_transpose``), one thread per entity inside the whole-solve
+kernels. y = J u + E x is a
 row at a time (``row_product``; the solvers call it inside their own kernels); E is diagonal except for the 3x3 blocks that couple a tetrahedron's normal
 strain rows. The same u = M^-1 J^T x moves the particles and bodies after each solve.
 """
@@ -34,8 +36,11 @@ def gather_transpose_block(
     c0: int,
     c1: int,
     c2: int,
+    first: int,
+    stride: int,
 ):
-    """(J^T x) at three columns of one entity, read from the explicit transpose (no atomics: deterministic).
+    """(J^T x) at three columns of one entity, read from the explicit transpose (no atomics: deterministic),
+    over the column's entries first, first + stride, ... (one thread: 0 and 1, every entry in order).
 
     A row stores a full block for every entity it touches, so the columns of one entity list the
     same rows in the same order: one pass over c0's rows serves all three. Each column is still
@@ -44,9 +49,9 @@ def gather_transpose_block(
     indices and x values are read once. The rows run from JT_offsets[c0] to JT_ends[c0] (the
     next column's start, or earlier where the column's remaining rows add exact zeros).
     """
-    k0 = nonnegative(JT_offsets[c0])
-    k1 = nonnegative(JT_offsets[c1])
-    k2 = nonnegative(JT_offsets[c2])
+    k0 = nonnegative(JT_offsets[c0] + first)
+    k1 = nonnegative(JT_offsets[c1] + first)
+    k2 = nonnegative(JT_offsets[c2] + first)
     end = JT_ends[c0]
     s0 = float(0.0)
     s1 = float(0.0)
@@ -57,15 +62,18 @@ def gather_transpose_block(
         s0 += JT_values[k0] * xr
         s1 += JT_values[k1] * xr
         s2 += JT_values[k2] * xr
-        k0 += 1
-        k1 += 1
-        k2 += 1
+        k0 += stride
+        k1 += stride
+        k2 += stride
     return wp.vec3(s0, s1, s2)
 
 
 @wp.func
-def gather_particle_transpose(
+def entity_transpose_sums(
     e: int,
+    first: int,
+    stride: int,
+    particle_count: int,
     planar: int,
     JT_offsets: wp.array(dtype=int),
     JT_ends: wp.array(dtype=int),
@@ -73,15 +81,57 @@ def gather_particle_transpose(
     JT_values: wp.array(dtype=float),
     x: wp.array(dtype=float),
 ):
-    """(J^T x) at the three degrees of freedom of particle e.
+    """(J^T x) at the degrees of freedom of entity e over its entries first, first + stride, ...: a
+    particle's three in the first half (the second half zero), a body's linear then angular ones.
 
-    Planar models have no entries in the z column: its sum is exactly 0 and is not walked.
+    Planar models have no entries in the out-of-plane columns (a particle's z; a body's z and its
+    rotations about x and y): their sums are exactly 0 and are not walked.
     """
+    if e < particle_count:
+        c = 3 * e
+        g = wp.vec3(0.0)
+        if planar != 0:
+            # Two columns to walk: the block's third sum repeats y and is dropped.
+            g = gather_transpose_block(JT_offsets, JT_ends, JT_columns, JT_values, x, c, c + 1, c + 1, first, stride)
+            g = wp.vec3(g[0], g[1], 0.0)
+        else:
+            g = gather_transpose_block(JT_offsets, JT_ends, JT_columns, JT_values, x, c, c + 1, c + 2, first, stride)
+        return wp.spatial_vector(g, wp.vec3(0.0))
+    base = 3 * particle_count + 6 * (e - particle_count)
     if planar != 0:
-        # Two columns to walk: the block's third sum repeats y and is dropped.
-        g = gather_transpose_block(JT_offsets, JT_ends, JT_columns, JT_values, x, 3 * e, 3 * e + 1, 3 * e + 1)
-        return wp.vec3(g[0], g[1], 0.0)
-    return gather_transpose_block(JT_offsets, JT_ends, JT_columns, JT_values, x, 3 * e, 3 * e + 1, 3 * e + 2)
+        g = gather_transpose_block(JT_offsets, JT_ends, JT_columns, JT_values, x, base, base + 1, base + 5, first,
+                                   stride)
+        return wp.spatial_vector(wp.vec3(g[0], g[1], 0.0), wp.vec3(0.0, 0.0, g[2]))
+    lin = gather_transpose_block(JT_offsets, JT_ends, JT_columns, JT_values, x, base, base + 1, base + 2, first,
+                                 stride)
+    ang = gather_transpose_block(JT_offsets, JT_ends, JT_columns, JT_values, x, base + 3, base + 4, base + 5, first,
+                                 stride)
+    return wp.spatial_vector(lin, ang)
+
+
+@wp.func
+def write_inverse_mass(
+    e: int,
+    sums: wp.spatial_vector,
+    particle_count: int,
+    particle_inv_mass: wp.array(dtype=float),
+    body_inv_mass: wp.array(dtype=float),
+    body_inv_inertia_world: wp.array(dtype=wp.mat33),
+    u: wp.array(dtype=float),
+):
+    """u = M^-1 (J^T x) at entity e's degrees of freedom, from its ``entity_transpose_sums``."""
+    if e < particle_count:
+        w = particle_inv_mass[e]
+        for k in range(3):
+            u[3 * e + k] = w * sums[k]
+    else:
+        b = e - particle_count
+        base = 3 * particle_count + 6 * b
+        lin = wp.spatial_top(sums) * body_inv_mass[b]
+        ang = body_inv_inertia_world[b] * wp.spatial_bottom(sums)
+        for k in range(3):
+            u[base + k] = lin[k]
+            u[base + 3 + k] = ang[k]
 
 
 @wp.func
@@ -99,33 +149,10 @@ def write_inverse_mass_transpose(
     body_inv_inertia_world: wp.array(dtype=wp.mat33),
     u: wp.array(dtype=float),
 ):
-    """u = M^-1 J^T x for the degrees of freedom of entity e (a particle, or body e - particle_count).
-
-    Planar models have no entries in a body's out-of-plane columns (z, rotation about x and y):
-    their sums are exactly 0 and are not walked.
-    """
-    if e < particle_count:
-        w = particle_inv_mass[e]
-        g = gather_particle_transpose(e, planar, JT_offsets, JT_ends, JT_columns, JT_values, x)
-        for k in range(3):
-            u[3 * e + k] = w * g[k]
-    else:
-        b = e - particle_count
-        base = 3 * particle_count + 6 * b
-        lin = wp.vec3(0.0)
-        ang = wp.vec3(0.0)
-        if planar != 0:
-            g = gather_transpose_block(JT_offsets, JT_ends, JT_columns, JT_values, x, base, base + 1, base + 5)
-            lin = wp.vec3(g[0], g[1], 0.0)
-            ang = wp.vec3(0.0, 0.0, g[2])
-        else:
-            lin = gather_transpose_block(JT_offsets, JT_ends, JT_columns, JT_values, x, base, base + 1, base + 2)
-            ang = gather_transpose_block(JT_offsets, JT_ends, JT_columns, JT_values, x, base + 3, base + 4, base + 5)
-        lin = lin * body_inv_mass[b]
-        ang = body_inv_inertia_world[b] * ang
-        for k in range(3):
-            u[base + k] = lin[k]
-            u[base + 3 + k] = ang[k]
+    """u = M^-1 J^T x for the degrees of freedom of entity e (a particle, or body e - particle_count), one
+    thread walking all of its entries."""
+    sums = entity_transpose_sums(e, 0, 1, particle_count, planar, JT_offsets, JT_ends, JT_columns, JT_values, x)
+    write_inverse_mass(e, sums, particle_count, particle_inv_mass, body_inv_mass, body_inv_inertia_world, u)
 
 
 @wp.kernel
@@ -142,9 +169,23 @@ def apply_inverse_mass_transpose(
     planar: int,
     u: wp.array(dtype=float),
 ):
-    """u = M^-1 J^T x, one thread per particle or body."""
-    write_inverse_mass_transpose(wp.tid(), particle_count, planar, JT_offsets, JT_ends, JT_columns, JT_values, x,
-                                 particle_inv_mass, body_inv_mass, body_inv_inertia_world, u)
+    """u = M^-1 J^T x, one thread block per particle or body (``wp.launch_tiled``): thread t adds the
+    entity's entries t, t + block_dim, ..., and the block adds the threads' sums in a fixed tree.
+
+    A particle of a tetrahedral mesh lies in ~70 rows (125 at most in the snake's meshes), a body in up
+    to 178 per column, both columns walked twice: one thread per entity walked them one dependent load
+    after another, the longest path of a batched iteration on a GPU, with a few thousand threads for one
+    snake. On the CPU a block is one thread: the entries in order, the same bits as the whole-solve
+    kernels' one thread per entity.
+    """
+    e, lane = wp.tid()
+    sums = entity_transpose_sums(e, lane, wp.block_dim(), particle_count, planar, JT_offsets, JT_ends, JT_columns,
+                                 JT_values, x)
+    total = sums
+    if wp.block_dim() > 1:  # the same on every thread of a block; the CPU's block of one skips the tile
+        total = wp.tile_sum(wp.tile(sums, preserve_type=True))[0]
+    if lane == 0:
+        write_inverse_mass(e, total, particle_count, particle_inv_mass, body_inv_mass, body_inv_inertia_world, u)
 
 
 @wp.func
