@@ -9,6 +9,8 @@
 #   bash tools/gpu/session.sh table2             # seed 001's Table II, 1..1024 paper snakes, two solvers
 #   bash tools/gpu/session.sh solvers vines      # the linear solvers alone; the vines with all three solvers
 #   bash tools/gpu/session.sh gait               # softsnake gait --device cuda --snakes 1024 --seconds 10
+#   bash tools/gpu/session.sh gait_start tests   # the same gait in the background (it outlives the call), the suite beside it
+#   bash tools/gpu/session.sh gait_collect table2 # a later call: wait for that gait, bring back what it wrote
 #   bash tools/gpu/session.sh worlds             # do identical worlds stay identical (gpu_world_independence.py)
 #
 # Several stages in one call run in order, each under STAGE_SECONDS (set it so that they fit the call's
@@ -19,7 +21,9 @@
 # the project's addopts hold a -q), so a cut run still says which failed.
 #
 # Environment: PYTHON (default python3), OUT, STASH (default /tmp/softsnake-gpu), STAGE_SECONDS,
-# WORKERS (pytest-xdist processes, default 14), SNAKES (gait, default 1024), TEST_DEVICES (the
+# WORKERS (pytest-xdist processes, default 14), SNAKES and GAIT_SECONDS (gait, default 1024 and 10), GAIT_LIMIT
+# (gait_start: wall seconds after which the background gait interrupts itself, keeping its partial files; default
+# 720), TEST_DEVICES (the
 # suite's SOFTSNAKE_TEST_DEVICES) and DEVICE (the benchmarks' and the gait's): both cuda by default, cpu for a
 # dry run of a stage here; TABLE2_CASES (table2's --cases) and VINES_ARGS (vine_runtime.py's options but
 # --device and --out) for a shorter stage; TESTS (pytest's test paths, default all: the files a cut run
@@ -34,6 +38,8 @@ STASH=${STASH:-/tmp/softsnake-gpu}
 STAGE_SECONDS=${STAGE_SECONDS:-540}
 WORKERS=${WORKERS:-14}
 SNAKES=${SNAKES:-1024}
+GAIT_SECONDS=${GAIT_SECONDS:-10}
+GAIT_LIMIT=${GAIT_LIMIT:-720}
 DEVICE=${DEVICE:-cuda}
 TEST_DEVICES=${TEST_DEVICES:-$DEVICE}
 TABLE2_CASES=${TABLE2_CASES:-0.25,1,10,32,128,256,1024}
@@ -189,11 +195,63 @@ gait() {
     tar -C "$OUT" -czf "$OUT/gait.tar.gz" gait && rm -rf "$dir"
 }
 
-[ $# -gt 0 ] || { sed -n '2,20p' "$0"; exit 2; }
+# The gait in a new process session, so that it runs on after this call returns (the machine keeps such a
+# process until it is given back): 1024 paper-budget snakes need more than one 10-minute call. It stops itself
+# after GAIT_LIMIT seconds with an interrupt, which keeps its partial files; $STASH/gait/rc holds its exit status.
+gait_start() {
+    use_payload
+    local dir="$STASH/gait"
+    rm -rf "$dir"
+    mkdir -p "$dir"
+    setsid bash -c 'dir=$1; shift; echo $$ > "$dir/pid"
+                    timeout --signal=INT "$@" > "$dir/log" 2>&1; echo $? > "$dir/rc"' \
+        _ "$dir" "$GAIT_LIMIT" "$PYTHON" -m softsnake gait --device "$DEVICE" --snakes "$SNAKES" \
+        --seconds "$GAIT_SECONDS" --out "$dir/out" < /dev/null > /dev/null 2>&1 &
+    sleep 2
+    echo "gait_start: $SNAKES snakes for $GAIT_SECONDS s in the background (stops itself after $GAIT_LIMIT s): $dir"
+}
+
+# Waits up to STAGE_SECONDS for gait_start's run (interrupting it then, which keeps its partial files), and brings
+# back its printout, a listing of every file it wrote (sizes and sha256), its plot and animation, and the CSV rows
+# of snakes 0, SNAKES/2 and SNAKES-1 (the whole CSV of 1024 snakes is ~230 MB, more than a call brings back).
+gait_collect() {
+    local dir="$STASH/gait" waited=0
+    [ -f "$dir/pid" ] || { echo "gait_collect: no gait was started ($dir)"; return 1; }
+    while [ ! -f "$dir/rc" ] && [ "$waited" -lt "$STAGE_SECONDS" ]; do
+        sleep 5
+        waited=$((waited + 5))
+        [ $((waited % 60)) -eq 0 ] && echo "gait_collect: ${waited} s: $(tail -c 300 "$dir/log" | tr '\r' '\n' | tail -1)"
+    done
+    if [ ! -f "$dir/rc" ]; then
+        echo "gait_collect: still running after ${waited} s: interrupted (its partial files are kept)"
+        pkill -INT -s "$(cat "$dir/pid")" -x timeout  # timeout passes the interrupt on to the gait
+        for _ in $(seq 60); do [ -f "$dir/rc" ] && break; sleep 1; done
+    fi
+    echo "gait_collect: exit status $(cat "$dir/rc" 2> /dev/null || echo unknown)"
+    local pack="$OUT/gait"
+    mkdir -p "$pack"
+    cp "$dir/log" "$OUT/gait.log"
+    tail -20 "$dir/log"
+    (cd "$dir/out" && ls -l && sha256sum ./*) > "$pack/files.txt" 2>&1
+    cp "$dir"/out/*.png "$dir"/out/*.gif "$pack/" 2> /dev/null
+    local csv
+    csv=$(ls "$dir"/out/*.csv 2> /dev/null | head -1)
+    if [ -n "$csv" ]; then
+        awk -F, -v a=0 -v b=$((SNAKES / 2)) -v c=$((SNAKES - 1)) \
+            'NR == 1 || $2 == a || $2 == b || $2 == c' "$csv" > "$pack/$(basename "$csv" .csv).three_snakes.csv"
+    fi
+    cat "$pack/files.txt"
+    tar -C "$OUT" -czf "$OUT/gait.tar.gz" gait && rm -rf "$pack"
+}
+
+STAGES="stash install warm tests table2 solvers vines worlds gait gait_start gait_collect"
+[ $# -gt 0 ] || { sed -n '2,22p' "$0"; exit 2; }
 for stage in "$@"; do
-    case "$stage" in
-        stash|install|warm|tests|table2|solvers|vines|worlds|gait) echo "== $stage ($(date -u +%T))"; "$stage" || exit 1 ;;
-        *) echo "session.sh: unknown stage $stage (stash, install, warm, tests, table2, solvers, vines, worlds, gait)" >&2
-           exit 2 ;;
-    esac
+    if [[ " $STAGES " == *" $stage "* ]]; then
+        echo "== $stage ($(date -u +%T))"
+        "$stage" || exit 1
+    else
+        echo "session.sh: unknown stage $stage (${STAGES// /, })" >&2
+        exit 2
+    fi
 done
