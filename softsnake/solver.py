@@ -32,6 +32,7 @@ from .errors import ConfigError, SimulationError
 from .input_checks import InputCheck, step_span
 from .kernels import checks, multipliers
 from .linear_solve import solve_commands
+from .newton_counts import NewtonCounts
 from .solver_settings import SolverSettings
 from .validation import time_step
 
@@ -203,6 +204,9 @@ class Solver:
         # 1 while some world's Newton iteration goes on (multipliers.flag_iterating_worlds; Solver._substep).
         self.newton_iterating, self.newton_count = zeros(1, int), zeros(1, int)
         self.energy_streak_steps, self.energy_peak = zeros(m.world_count, int), zeros(m.world_count)
+        # How each world's Newton loops ended, counted on the device (Solver.newton_counts).
+        self.world_substeps, self.world_newton_steps, self.world_budget_ends = (zeros(m.world_count, int)
+                                                                              for _ in range(3))
         # The elastic warm start's second start (SolverSettings.elastic_warm_start): carried multipliers, the
         # first start kept, the merits of both.
         self.lam_carried, self.lam_start_first = zeros(m.row_count), zeros(m.row_count)
@@ -286,6 +290,20 @@ class Solver:
         self.energy_streak_steps.zero_()
         self.energy_peak.zero_()
 
+    def newton_counts(self):
+        """How each world's Newton loops ended since construction or ``reset_newton_counts``: a
+        :class:`softsnake.newton_counts.NewtonCounts` (substeps, Newton steps, and substeps that the
+        budget ended unconverged, per world). One read from the device; the counting itself runs in
+        every step."""
+        return NewtonCounts(*(a.numpy()[:self.model.world_count].astype(np.int64)
+                              for a in (self.world_substeps, self.world_newton_steps, self.world_budget_ends)),
+                            budget=self.newton_iterations, tolerance=self.newton_tolerance, floor=self.newton_floor)
+
+    def reset_newton_counts(self):
+        """Start ``newton_counts`` from zero."""
+        for counts in (self.world_substeps, self.world_newton_steps, self.world_budget_ends):
+            counts.zero_()
+
     def reset_profile(self):
         """Set every phase time of ``profile_seconds`` back to 0."""
         self.profile_seconds = dict.fromkeys(PROFILE_PHASES, 0.0)
@@ -335,7 +353,11 @@ class Solver:
                            "assemble": newton.assemble_commands(self, state, control, h),
                            "solve": solve_commands(self), "update": newton.update_commands(self, state),
                            "count": [self.record(multipliers.count_newton_iteration, 1, [
-                               self.newton_count, self.newton_iterations], outputs=[self.newton_iterating])]}
+                               self.newton_count, self.newton_iterations], outputs=[self.newton_iterating]),
+                                     self.record(multipliers.count_world_newton_steps, self.model.world_count,
+                                                 [self.retreat], outputs=[self.world_newton_steps])],
+                           "end": [self.record(multipliers.count_substep_ends, self.model.world_count, [self.retreat],
+                                               outputs=[self.world_substeps, self.world_budget_ends])]}
                 if has_rows else {},
                 "final_check": (newton.assemble_commands(self, state, control, h)
                                 + newton.update_commands(self, state, take_step=False)) if has_rows else [],
@@ -439,6 +461,7 @@ class Solver:
             wp.capture_while(self.newton_iterating, while_body=self._newton_iteration, iteration=iteration)
             if self.line_search:
                 self._run(recording["final_check"], "update")
+            self._run(iteration["end"])
             state.multiplier_step = h if self.warm_start else 0.0
         self._run(recording["finish"], "finish")
 

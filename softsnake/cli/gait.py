@@ -22,7 +22,8 @@ the time for a batch of at least W snakes.
 
 Printed: per snake, the travel of its centre of mass (forward along the initial heading, lateral to
 its left), the straight-line distance in metres and body lengths, and the change of heading
-(positive: turned left), averaged over the last gait period.
+(positive: turned left), averaged over the last gait period; then whether the solver's substeps
+converged within the snake's budget or ended at it (``softsnake.newton_counts``).
 """
 
 import argparse
@@ -283,5 +284,6 @@ def _simulate(args, simulation, gait, out, wall_estimate):
     period = 1.0 / float(moving.min()) if moving.size else args.seconds
     for line in _summary_lines(trajectories, labels, min(period, args.seconds)):
         print(line)
+    print(simulation.newton_counts().summary("snake", study='README, "Known limitations"'))
     print("wrote " + ", ".join(str(path) for path in written))
     return 0

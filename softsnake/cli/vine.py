@@ -13,6 +13,8 @@ Writes to DIR, every file named after the scene file (``my_scene.toml`` -> ``my_
   (colour bar), and length against time;
 - ``<scene>.gif``: the vines from above and in perspective (``--no-video``: none).
 
+Printed: the final lengths, and whether the solver's substeps converged within the vines' budget or
+ended at it (``softsnake.newton_counts``).
 An interrupted run (Ctrl-C) keeps what it computed as ``<scene>.partial.usdc``,
 ``<scene>_tips.partial.csv`` and ``<scene>_paths.partial.png``, and names them.
 Exit status 0, or 2 with a one-line message for a bad scene, option or output folder.
@@ -164,6 +166,7 @@ def _simulate(args, scene, specs, batch, out, steps):
     except OSError as exc:
         raise UsageError(f"--out {out}: cannot write the results: {exc.strerror}") from None
     print(f"final length {lengths[-1].min():.4f}-{lengths[-1].max():.4f} m")
+    print(batch.newton_counts().summary("vine", study="experiments/results/vine.md"))
     for path in written:
         print(f"wrote {path}")
     return 0

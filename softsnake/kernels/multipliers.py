@@ -155,6 +155,26 @@ def count_newton_iteration(count: wp.array(dtype=int), budget: int, iterating: w
 
 
 @wp.kernel
+def count_world_newton_steps(retreat: wp.array(dtype=int), steps: wp.array(dtype=int)):
+    """steps[w] += 1 for every world that takes this iteration's step: one that has not converged
+    (retreat != HOLD; a retreat to half its last step counts as a step too)."""
+    w = nonnegative(wp.tid())
+    if retreat[w] != HOLD:
+        steps[w] = steps[w] + 1
+
+
+@wp.kernel
+def count_substep_ends(retreat: wp.array(dtype=int), substeps: wp.array(dtype=int), budget_ends: wp.array(dtype=int)):
+    """After a substep's Newton loop: substeps[w] += 1, and budget_ends[w] += 1 for a world the budget stopped
+    before it converged (its last judgement left it iterating; the last step of a budget is not judged unless
+    the line search's final check ran)."""
+    w = nonnegative(wp.tid())
+    substeps[w] = substeps[w] + 1
+    if retreat[w] != HOLD:
+        budget_ends[w] = budget_ends[w] + 1
+
+
+@wp.kernel
 def hold_converged_rows(row_world: wp.array(dtype=int), retreat: wp.array(dtype=int), rhs: wp.array(dtype=float)):
     """A zero right-hand side for the rows of worlds that hold their point: their solve does nothing."""
     i = nonnegative(wp.tid())

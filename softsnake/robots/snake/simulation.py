@@ -223,6 +223,10 @@ class SnakeSimulation:
         bodies = self.model.scene_body_q(self.state).reshape(self.snake_count, self._bodies_per_snake, 7)
         return particles, bodies
 
+    def newton_counts(self):
+        """How every snake's Newton loops ended so far (``Solver.newton_counts``: one world per snake)."""
+        return self.solver.newton_counts()
+
     def centers_of_mass(self, particles, bodies, snakes=slice(None)):
         """Centres of mass (snakes, 3) [m] of the chosen ``snakes`` (a slice of this run's snakes) from
         every snake's ``particles`` (snake_count, particles, 3) [m] and body poses ``bodies``

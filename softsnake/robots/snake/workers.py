@@ -16,6 +16,7 @@ a split run records bit for bit the trajectories of one process (tests/robots/sn
 
 import numpy as np
 
+from ...newton_counts import NewtonCounts
 from ..workers import WorkerPool, check_cpu_device
 from .simulation import SnakeSimulation
 
@@ -34,6 +35,9 @@ class _Share:
 
     def positions(self):
         return self._simulation._positions()
+
+    def newton_counts(self):
+        return self._simulation.newton_counts()
 
     def step(self, differential):
         """One frame with the share's differential pressures (count, links) [Pa]; then its positions."""
@@ -97,6 +101,10 @@ class SnakeSimulationWorkers(SnakeSimulation):
             pressures = np.asarray(pressures)
             self._pool.submit("step", [(pressures[begin:end].copy(),) for begin, end in self._pool.shares])
         self._gathered = self._join(self._pool.collect())
+
+    def newton_counts(self):
+        """How every snake's Newton loops ended so far, the workers' counts joined in snake order."""
+        return NewtonCounts.joined(self._pool.request("newton_counts"))
 
     def close(self):
         """Stop the worker processes (also done on leaving a ``with`` block)."""

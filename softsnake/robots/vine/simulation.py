@@ -267,6 +267,10 @@ class VineBatch:
         self.extension += rates * dt
         self.time += dt
 
+    def newton_counts(self):
+        """How every vine's Newton loops ended so far (``Solver.newton_counts``: one world per vine)."""
+        return self.solver.newton_counts()
+
     def poses(self):
         """Body centre x, y [m] and angle in (-pi, pi] [rad] of every vine, (V, B, 3)."""
         return poses_of(self.model.scene_body_q(self.state).reshape(self.vine_count, self.body_count, 7))

@@ -8,6 +8,7 @@ process, and a split batch gives bit for bit the states of the whole batch in on
 
 import numpy as np
 
+from ...newton_counts import NewtonCounts
 from ..workers import WorkerPool, check_cpu_device
 from .simulation import VineBatch, batch_link_count
 
@@ -21,7 +22,8 @@ class VineBatchWorkers(WorkerPool):
     """A VineBatch whose vines are stepped by ``workers`` processes at once (CPU only).
 
     It has VineBatch's interface for rollouts (``step``, ``poses``, ``set_growth_rate``, ``time``,
-    ``vine_count``, ``link_count``, ``body_count``, ``half_length``) and gives the same states.
+    ``vine_count``, ``link_count``, ``body_count``, ``half_length``, ``newton_counts``) and gives the same
+    states.
     Close it (or use it as a context manager) to stop the processes.
 
     specs: list of VineSpec, as for VineBatch
@@ -62,6 +64,10 @@ class VineBatchWorkers(WorkerPool):
     def poses(self):
         """Body centre x, y [m] and angle [rad] of every vine, (V, B, 3) (VineBatch.poses)."""
         return np.concatenate(self.request("poses"))
+
+    def newton_counts(self):
+        """How every vine's Newton loops ended so far (VineBatch.newton_counts), the shares joined in order."""
+        return NewtonCounts.joined(self.request("newton_counts"))
 
     def set_growth_rate(self, growth_rate):
         """Change the total growth rate of every vine [m/s] (scalar or (V,)), from the next step on."""

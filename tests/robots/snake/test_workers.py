@@ -30,13 +30,19 @@ def _run(simulation):
 def test_split_run_is_bit_identical_to_one_process(coarse):
     """Bit for bit (tolerance 0), 0.1 s: three snakes of different gaits, split unevenly (snakes 0-1 and
     snake 2) over two workers, so that a worker's first snake stands away from the origin. Every
-    recorded array and the scene positions of every frame are equal."""
+    recorded array and the scene positions of every frame are equal, and so are the Newton counts."""
     gait = GaitParams(offset=np.array([-0.3, 0.0, 0.3]), frequency=np.array([2.0, 2.5, 3.0]), snake_count=3)
     options = {"config": coarse, "gait": gait, "seconds": 12 * DT, "dt": DT, "device": "cpu"}
-    whole, whole_positions = _run(SnakeSimulation(3, **options))
+    one = SnakeSimulation(3, **options)
+    whole, whole_positions = _run(one)
     with SnakeSimulationWorkers(3, workers=2, **options) as split:
         assert split.workers == 2
         shares, share_positions = _run(split)
+        split_counts = split.newton_counts()
+    whole_counts = one.newton_counts()
+    for name in ("substeps", "newton_steps", "budget_ends"):
+        assert np.array_equal(getattr(whole_counts, name), getattr(split_counts, name)), name
+    assert whole_counts.substeps.tolist() == [12 * one.solver.substeps] * 3
     for field in FIELDS:
         assert np.array_equal(getattr(whole, field), getattr(shares, field)), field
     assert len(whole_positions) == len(share_positions) == 13

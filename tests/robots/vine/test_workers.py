@@ -20,7 +20,8 @@ def small_specs(count=5, links=6):
 
 def test_split_batch_is_bit_identical_to_one_process():
     """Bit for bit (tolerance 0): a world's arithmetic does not depend on the other worlds of its batch.
-    Steering, a growth-rate change and uneven shares (5 vines over 2 workers) are all exercised."""
+    Steering, a growth-rate change and uneven shares (5 vines over 2 workers) are all exercised; the
+    shares' Newton counts join into the whole batch's, vine by vine."""
     scene, specs = small_specs()
     steering = np.linspace(-4000.0, 4000.0, len(specs))[:, None]
 
@@ -28,7 +29,7 @@ def test_split_batch_is_bit_identical_to_one_process():
         first = rollout(batch, 20, scene.sim.dt, steering=steering)
         batch.set_growth_rate(np.linspace(0.1, 0.3, len(specs)))
         second = rollout(batch, 20, scene.sim.dt)
-        return np.concatenate([first.poses, second.poses]), batch.half_length, batch.time
+        return np.concatenate([first.poses, second.poses]), batch.half_length, batch.time, batch.newton_counts()
 
     whole = run(VineBatch(specs, device="cpu"))  # worker processes run on the CPU
     with VineBatchWorkers(specs, workers=2) as split:
@@ -37,6 +38,9 @@ def test_split_batch_is_bit_identical_to_one_process():
     assert np.array_equal(whole[0], shares[0])
     assert np.array_equal(whole[1], shares[1])
     assert whole[2] == shares[2]
+    for name in ("substeps", "newton_steps", "budget_ends"):
+        assert np.array_equal(getattr(whole[3], name), getattr(shares[3], name)), name
+    assert whole[3].substeps.tolist() == [40] * len(specs)
 
 
 def test_blow_up_in_a_worker_names_the_vine_of_the_whole_batch():
