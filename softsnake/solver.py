@@ -32,7 +32,7 @@ from .errors import ConfigError, SimulationError
 from .input_checks import InputCheck, step_span
 from .kernels import checks, multipliers
 from .linear_solve import solve_commands
-from .newton_counts import NewtonCounts
+from .newton_counts import ROUND_OFF_MARGIN, NewtonCounts
 from .solver_settings import SolverSettings
 from .validation import time_step
 
@@ -205,8 +205,8 @@ class Solver:
         self.newton_iterating, self.newton_count = zeros(1, int), zeros(1, int)
         self.energy_streak_steps, self.energy_peak = zeros(m.world_count, int), zeros(m.world_count)
         # How each world's Newton loops ended, counted on the device (Solver.newton_counts).
-        self.world_substeps, self.world_newton_steps, self.world_budget_ends = (zeros(m.world_count, int)
-                                                                              for _ in range(3))
+        self.world_substeps, self.world_newton_steps, self.world_budget_ends, self.world_unconverged_ends = (
+            zeros(m.world_count, int) for _ in range(4))
         # The elastic warm start's second start (SolverSettings.elastic_warm_start): carried multipliers, the
         # first start kept, the merits of both.
         self.lam_carried, self.lam_start_first = zeros(m.row_count), zeros(m.row_count)
@@ -292,16 +292,20 @@ class Solver:
 
     def newton_counts(self):
         """How each world's Newton loops ended since construction or ``reset_newton_counts``: a
-        :class:`softsnake.newton_counts.NewtonCounts` (substeps, Newton steps, and substeps that the
-        budget ended unconverged, per world). One read from the device; the counting itself runs in
-        every step."""
-        return NewtonCounts(*(a.numpy()[:self.model.world_count].astype(np.int64)
-                              for a in (self.world_substeps, self.world_newton_steps, self.world_budget_ends)),
-                            budget=self.newton_iterations, tolerance=self.newton_tolerance, floor=self.newton_floor)
+        :class:`softsnake.newton_counts.NewtonCounts` (per world: substeps, Newton steps, substeps the budget
+        ended, and those of them above float32's round-off floor: unconverged). One read from the device; the
+        counting itself runs in every step."""
+        return NewtonCounts(*(a.numpy()[:self.model.world_count].astype(np.int64) for a in self._newton_count_arrays),
+                            budget=self.newton_iterations, tolerance=self.newton_tolerance, floor=self.newton_floor,
+                            balanced=self.balances_momentum)
+
+    @property
+    def _newton_count_arrays(self):
+        return self.world_substeps, self.world_newton_steps, self.world_budget_ends, self.world_unconverged_ends
 
     def reset_newton_counts(self):
         """Start ``newton_counts`` from zero."""
-        for counts in (self.world_substeps, self.world_newton_steps, self.world_budget_ends):
+        for counts in self._newton_count_arrays:
             counts.zero_()
 
     def reset_profile(self):
@@ -356,8 +360,7 @@ class Solver:
                                self.newton_count, self.newton_iterations], outputs=[self.newton_iterating]),
                                      self.record(multipliers.count_world_newton_steps, self.model.world_count,
                                                  [self.retreat], outputs=[self.world_newton_steps])],
-                           "end": [self.record(multipliers.count_substep_ends, self.model.world_count, [self.retreat],
-                                               outputs=[self.world_substeps, self.world_budget_ends])]}
+                           "end": self._substep_end_commands(state)}
                 if has_rows else {},
                 "final_check": (newton.assemble_commands(self, state, control, h)
                                 + newton.update_commands(self, state, take_step=False)) if has_rows else [],
@@ -368,6 +371,14 @@ class Solver:
             if len(self._recordings) > RECORDINGS_KEPT:
                 self._recordings.popitem(last=False)
         return self._recordings[key]
+
+    def _substep_end_commands(self, state):
+        """How the substep's Newton loop ended, per world, into the counts of ``newton_counts``: first the round-off
+        floor of the merit at the end point, where the assemblies did not estimate it (``newton_floor`` 0)."""
+        floor = newton.round_off_commands(self, state) if self.newton_floor == 0.0 else []
+        return floor + [self.record(multipliers.count_substep_ends, self.model.world_count, [
+            self.retreat, self.merit, self.merit_floor, ROUND_OFF_MARGIN * ROUND_OFF_MARGIN],
+            outputs=[self.world_substeps, self.world_budget_ends, self.world_unconverged_ends])]
 
     @staticmethod
     def _keyed_arrays(state, control):

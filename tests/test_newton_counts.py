@@ -35,7 +35,7 @@ def test_without_a_tolerance_every_substep_ends_at_the_budget(device):
     assert counts.substeps.tolist() == [substeps] * 3
     assert counts.newton_steps.tolist() == [substeps * 5] * 3
     assert counts.budget_ends.tolist() == [substeps] * 3
-    assert counts.converged_fraction.tolist() == [0.0] * 3
+    assert (counts.unconverged_ends <= counts.budget_ends).all()
     solver.reset_newton_counts()
     solver.step(state, state, control, 1.0 / 120.0)
     assert solver.newton_counts().substeps.tolist() == [solver.substeps] * 3
@@ -77,10 +77,33 @@ def test_counts_match_the_iterations_each_world_took(device, capture_graph):
     assert counts.substeps.tolist() == [STEPS * 2] * 3
     assert 0 < counts.budget_ends.sum() < counts.substeps.sum()  # mixed: the counts can fail both ways
     assert len(set(counts.budget_ends.tolist())) == 3  # and every world differently
+    assert (counts.unconverged_ends <= counts.budget_ends).all()
     if capture_graph:
         graphed, _ = run(True, observe=False)
-        for name in ("substeps", "newton_steps", "budget_ends"):
+        for name in NewtonCounts.COUNTS:
             assert np.array_equal(getattr(graphed, name), getattr(counts, name)), name
+
+
+@pytest.mark.parametrize("budget", [1, 16])
+def test_an_end_at_the_round_off_floor_is_told_from_an_unconverged_one(budget):
+    """At the default budget the pendulums never reach the tolerance (1e-5 of the start's merit lies below
+    float32's round-off), but every substep ends with the merit at the round-off floor: all budget ends, none
+    unconverged, and the summary says every world converged. With one iteration no step is judged: every
+    substep is an unconverged end, and the summary says the numbers are the budget's."""
+    model = pendulums("cpu")
+    solver = softsnake.Solver(model, newton_iterations=budget)
+    state, control = model.state(), model.control()
+    for _ in range(STEPS):
+        solver.step(state, state, control, 1.0 / 120.0)
+    counts = solver.newton_counts()
+    substeps = [STEPS * solver.substeps] * 3
+    assert counts.budget_ends.tolist() == substeps
+    if budget == 16:
+        assert counts.unconverged_ends.tolist() == [0] * 3
+        assert counts.summary("pendulum").endswith("as converged as float32 tells): every pendulum converged")
+    else:
+        assert counts.unconverged_ends.tolist() == substeps
+        assert "these numbers are the budget's answer" in counts.summary()
 
 
 def test_a_model_without_rows_counts_no_substep():
@@ -96,21 +119,26 @@ def test_a_model_without_rows_counts_no_substep():
     assert counts.summary() == "Newton: no substep had constraint rows to solve"
 
 
-def counts(substeps, steps, ends, tolerance=1e-5, floor=0.0):
-    return NewtonCounts(np.array(substeps), np.array(steps), np.array(ends), budget=8, tolerance=tolerance, floor=floor)
+def counts(substeps, steps, ends, unconverged, tolerance=1e-5, floor=0.0, balanced=True):
+    return NewtonCounts(np.array(substeps), np.array(steps), np.array(ends), np.array(unconverged), budget=8,
+                        tolerance=tolerance, floor=floor, balanced=balanced)
 
 
 def test_summary_says_whether_the_answer_is_the_budgets():
-    """The one-line summary a command prints, in its three cases."""
-    assert counts([10, 10], [30, 34], [0, 0]).summary("vine") == (
-        "Newton: every substep of every vine converged (merit down by 1e-05) within its budget of 8 iterations, "
-        "3.2 on average")
-    none = counts([10, 10], [80, 80], [10, 10]).summary("snake", study="README")
-    assert none.startswith("Newton: no substep converged (merit down by 1e-05) within the budget of 8 iterations")
-    assert "not a converged one (how far apart: README)" in none
-    some = counts([10, 10], [40, 60], [1, 4], floor=2.0).summary("vine")
-    assert some.startswith("Newton: 75.0 % of substeps converged (merit down by 1e-05 or within 2 of its round-off "
-                           "floor) within the budget of 8 iterations, 5.0 on average; 5 of 20 ended at the budget")
-    assert "(most: vine 1, 4 of 10;" in some
-    joined = NewtonCounts.joined([counts([1], [2], [0]), counts([3, 4], [5, 6], [1, 0])])
-    assert joined.substeps.tolist() == [1, 3, 4] and joined.budget_ends.tolist() == [0, 1, 0]
+    """The one-line summary a command prints, in its cases."""
+    assert counts([10, 10], [30, 34], [0, 0], [0, 0]).summary("vine") == (
+        "Newton, budget 8 iterations (3.2 per substep): 100.0 % of substeps reached the stop (merit down by 1e-05): "
+        "every vine converged")
+    none = counts([10, 10], [80, 80], [10, 10], [10, 10]).summary("snake", study="README")
+    assert none.startswith("Newton, budget 8 iterations (8.0 per substep): no substep converged (merit down by 1e-05, "
+                           "nor to float32's round-off floor)")
+    assert none.endswith("not a converged one (how far apart: README)")
+    some = counts([10, 10], [40, 60], [1, 5], [0, 4], floor=2.0, balanced=False).summary("vine")
+    assert some.startswith("Newton, budget 8 iterations (5.0 per substep): 70.0 % of substeps reached the stop (merit "
+                           "down by 1e-05 or within 2 of its round-off floor), 10.0 % ended at float32's round-off floor")
+    assert "20.0 % ended unconverged (most: vine 1, 4 of 10;" in some
+    assert some.endswith("the plain iteration (momentum not balanced) keeps the lag of its path even where it converged")
+    rare = counts([2000], [2000], [1], [1]).summary()
+    assert "99.9 % of substeps reached the stop" in rare and "0.1 % ended unconverged" in rare  # never rounded away
+    joined = NewtonCounts.joined([counts([1], [2], [0], [0]), counts([3, 4], [5, 6], [1, 0], [1, 0])])
+    assert joined.substeps.tolist() == [1, 3, 4] and joined.unconverged_ends.tolist() == [0, 1, 0]

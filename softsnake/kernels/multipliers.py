@@ -164,14 +164,26 @@ def count_world_newton_steps(retreat: wp.array(dtype=int), steps: wp.array(dtype
 
 
 @wp.kernel
-def count_substep_ends(retreat: wp.array(dtype=int), substeps: wp.array(dtype=int), budget_ends: wp.array(dtype=int)):
-    """After a substep's Newton loop: substeps[w] += 1, and budget_ends[w] += 1 for a world the budget stopped
-    before it converged (its last judgement left it iterating; the last step of a budget is not judged unless
-    the line search's final check ran)."""
+def count_substep_ends(
+    retreat: wp.array(dtype=int),
+    merit: wp.array(dtype=float),
+    merit_floor: wp.array(dtype=float),
+    margin_sq: float,
+    substeps: wp.array(dtype=int),
+    budget_ends: wp.array(dtype=int),
+    unconverged_ends: wp.array(dtype=int),
+):
+    """After a substep's Newton loop: substeps[w] += 1; budget_ends[w] += 1 for a world the budget stopped
+    before it met its stop (its last judgement left it iterating); and unconverged_ends[w] += 1 where, besides,
+    its last judged merit lay above ``margin_sq`` times its round-off floor (``row_round_off``): a world
+    stopped at the floor is converged as far as float32 tells, one above it is not. The last step of a budget
+    is not judged (unless the line search's final check ran), so its merit is that of the point before."""
     w = nonnegative(wp.tid())
     substeps[w] = substeps[w] + 1
     if retreat[w] != HOLD:
         budget_ends[w] = budget_ends[w] + 1
+        if merit[w] > margin_sq * merit_floor[w]:
+            unconverged_ends[w] = unconverged_ends[w] + 1
 
 
 @wp.kernel

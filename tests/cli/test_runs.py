@@ -21,7 +21,7 @@ GAIT_LINES = [
     r"centre-of-mass travel of each snake \(body length [\d.]+ m\), heading change averaged over the last [\d.]+ s:",
     r"  snake +forward \[m\] +lateral \[m\] +distance \[m\] +body lengths +heading change \[deg\]",
     r"  snake \d+.* [+-][\d.]+ +[+-][\d.]+ +[\d.]+ +[\d.]+ +[+-][\d.]+",
-    r"Newton: .* within (its|the) budget of \d+ iterations.*",
+    r"Newton, budget \d+ iterations? \([\d.]+ per substep\): .*",
     r"wrote .*",
 ]
 

@@ -9,6 +9,7 @@ from softsnake.errors import ConfigError, SimulationError
 from softsnake.robots.vine.scene import load_scene
 from softsnake.robots.vine.simulation import VineBatch, VineSpec, rollout
 from softsnake.robots.vine.workers import VineBatchWorkers
+from softsnake.newton_counts import NewtonCounts
 
 
 def small_specs(count=5, links=6):
@@ -38,7 +39,7 @@ def test_split_batch_is_bit_identical_to_one_process():
     assert np.array_equal(whole[0], shares[0])
     assert np.array_equal(whole[1], shares[1])
     assert whole[2] == shares[2]
-    for name in ("substeps", "newton_steps", "budget_ends"):
+    for name in NewtonCounts.COUNTS:
         assert np.array_equal(getattr(whole[3], name), getattr(shares[3], name)), name
     assert whole[3].substeps.tolist() == [40] * len(specs)
 
