@@ -11,11 +11,12 @@ substep ended unconverged, and the result depends on the budget.
 ``Solver`` counts these on the device in every step, at no host cost; ``Solver.newton_counts()``
 reads them back as a :class:`NewtonCounts`, so that a run can say whether its answer is the
 equations' or its budget's. Measured at the engine's default (16 Newton iterations, tolerance 1e-5,
-no floor stop, 60 steps of 1/120 s): the soft cantilever, bodies with friction, a compliant double
-pendulum and a stiff block each reach the tolerance in at most 4 % of their substeps, and end at the
-budget with the root of the merit 0.2 to 0.9 times its floor (median; within twice it in 95-100 % of
-substeps); the snake's gait at its 8 x 40 ends every substep 280 times above it. A budget of one
-iteration judges no step: all its substeps count as unconverged.
+no floor stop, 60 steps of 1/120 s; experiments/results/newton_counts.md): the soft cantilever, bodies
+with friction, three compliant double pendulums and a stiff block each reach the tolerance in at most
+4 % of their substeps and end at the budget with the root of the merit 0.2 to 0.9 times its floor
+(median), 94-100 % of their substeps within twice it; the snake's gait at its 8 x 40 ends every
+substep 280 times above it. A budget of one iteration judges no step: all its substeps count as
+unconverged.
 """
 
 from dataclasses import dataclass
