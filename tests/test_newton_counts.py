@@ -100,7 +100,7 @@ def test_an_end_at_the_round_off_floor_is_told_from_an_unconverged_one(budget):
     assert counts.budget_ends.tolist() == substeps
     if budget == 16:
         assert counts.unconverged_ends.tolist() == [0] * 3
-        assert counts.summary("pendulum").endswith("as converged as float32 tells): every pendulum converged")
+        assert counts.summary("pendulum").endswith("(within 2 times its estimate): every pendulum converged")
     else:
         assert counts.unconverged_ends.tolist() == substeps
         assert "these numbers are the budget's answer" in counts.summary()
@@ -131,11 +131,11 @@ def test_summary_says_whether_the_answer_is_the_budgets():
         "every vine converged")
     none = counts([10, 10], [80, 80], [10, 10], [10, 10]).summary("snake", study="README")
     assert none.startswith("Newton, budget 8 iterations (8.0 per substep): no substep converged (merit down by 1e-05, "
-                           "nor to float32's round-off floor)")
+                           "nor near float32's round-off floor)")
     assert none.endswith("not a converged one (how far apart: README)")
     some = counts([10, 10], [40, 60], [1, 5], [0, 4], floor=2.0, balanced=False).summary("vine")
     assert some.startswith("Newton, budget 8 iterations (5.0 per substep): 70.0 % of substeps reached the stop (merit "
-                           "down by 1e-05 or within 2 of its round-off floor), 10.0 % ended at float32's round-off floor")
+                           "down by 1e-05 or within 2 of its round-off floor), 10.0 % ended near float32's round-off floor")
     assert "20.0 % ended unconverged (most: vine 1, 4 of 10;" in some
     assert some.endswith("the plain iteration (momentum not balanced) keeps the lag of its path even where it converged")
     rare = counts([2000], [2000], [1], [1]).summary()
