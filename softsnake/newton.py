@@ -181,7 +181,7 @@ def assemble_commands(solver, state, control, h):
         commands += round_off_commands(s, state)
     commands.append(s.record(multipliers.judge_newton_steps, m.world_count, [
         s.merit, int(s.line_search), 0.5 ** s.line_search_halvings, s.newton_tolerance * s.newton_tolerance,
-        s.newton_floor * s.newton_floor, s.merit_floor], outputs=[s.merit_ref, s.merit_first, s.step_scale, s.retreat]))
+        s.newton_floor * s.newton_floor, s.newton_floor_stall, s.merit_floor], outputs=[s.merit_ref, s.merit_first, s.step_scale, s.retreat]))
     commands.append(s.record(multipliers.hold_converged_rows, m.row_count, [m.row_world, s.retreat], outputs=[s.rhs]))
     commands.append(s.record(integration.remember_accepted_points, s.entity_count, [
         s.offset, m.particle_count, m.particle_world, m.body_world, s.retreat], outputs=[s.offset_ref]))

@@ -13,12 +13,13 @@ the substep ended unconverged, and the result depends on the budget.
 
 ``Solver`` counts these on the device in every step, at no host cost; ``Solver.newton_counts()``
 reads them back as a :class:`NewtonCounts`, so that a run can say whether its answer is the
-equations' or its budget's. Measured at the engine's default (16 Newton iterations, tolerance 1e-5,
-no floor stop, 60 steps of 1/120 s; experiments/results/newton_counts.md): the soft cantilever, bodies
-with friction, three compliant double pendulums and a stiff block each reach the tolerance in at most
-4 % of their substeps and end at the budget with the root of the merit 0.2 to 0.9 times its floor
-(median), 94-100 % of their substeps within twice it; the snake's gait at its 8 x 40 ends every
-substep 280 times above it. A budget of one iteration judges no step: all its substeps count as
+equations' or its budget's. Measured with the tolerance alone (16 Newton iterations, tolerance 1e-5,
+no floor stop: the engine's default until the twenty-first session; 60 steps of 1/120 s;
+experiments/results/convergence.md, "How substeps end"): the soft cantilever, bodies with friction,
+three compliant double pendulums and a stiff block each reached the tolerance in at most 4 % of their
+substeps and ended at the budget with the root of the merit 0.2 to 0.9 times its floor (median),
+94-100 % of their substeps within twice it; the snake's gait at its 8 x 40 ends every substep 280
+times above it. A budget of one iteration judges no step: all its substeps count as
 unconverged.
 """
 
@@ -28,7 +29,7 @@ import numpy as np
 
 ROUND_OFF_MARGIN = 2.0
 """A substep the budget ended counts as converged to round-off where the root of its world's merit lies within
-this factor of its round-off floor [-] (the vines' ``newton_floor``)."""
+this factor of its round-off floor's estimate [-] (the engine's default ``newton_floor``)."""
 
 
 @dataclass(frozen=True)

@@ -45,13 +45,25 @@ class SolverSettings:
         newton_floor: a world also stops once the root of its merit is within this factor of its round-off
             floor [-]: what float32's rounding of its positions alone leaves in its merit (each coordinate x
             stored to about 2^-23 |x| / sqrt(12), carried through its rows and, balanced, its momentum gap;
-            ``multipliers.row_round_off``). Below that floor the merit only wanders, so a relative
-            ``newton_tolerance`` under it is never met: a warm start already at the floor (a vine at rest: 47 %
-            of a 64-vine batch's substeps) ran every iteration. 0 (the default) never stops there. The vines
-            run 2 (``softsnake.robots.vine.simulation.SOLVER_DEFAULTS``: as close to a step solved far past
-            convergence or closer, up to 8 times faster; experiments/results/vine.md, "Stopping at the
-            round-off floor"); on the golden scenes' frictional particles and bodies 2 stopped up to 1.0 mm from
-            such a step (0.15 mm without): the estimate lies further above their floor, so the engine keeps 0.
+            ``multipliers.row_round_off``), once its merit has stopped falling (``newton_floor_stall``). Below
+            that floor the merit only wanders, so a relative
+            ``newton_tolerance`` under it is never met: the engine's own scenes ended 94-100 % of their substeps
+            at the floor after all 16 iterations, and a warm start already there (a vine at rest: 47 % of a
+            64-vine batch's substeps) ran every iteration. The estimate errs high (0.016 to 1.25 times the floor
+            observed): stopping within 2 times it alone left frictional particles and bodies up to 1.0 mm from a
+            step solved far past convergence (0.15 mm without a stop); stopping there once the merit stalls,
+            0.15 and 0.03 mm, in 2-6 iterations instead of 16 (experiments/results/convergence.md, "The engine
+            stops at the round-off floor"). The default is 2 (0 until the twenty-first session, the vines' own
+            since the seventeenth); 0 never stops there.
+        newton_floor_stall: a world within ``newton_floor`` of its round-off floor stops only once its last Newton
+            step left at least this share of the merit before it [-] (the default 0.5: the root fell by less than
+            1.41 times), or at once where it starts the substep there; 0 stops at the first iteration within the
+            floor. The floor's estimate errs high (0.016-0.34 times the floor observed on frictional particles
+            and bodies): a merit still falling fast below it is still converging. On the vines, whose floor the
+            estimate meets (0.27-1.25 times), waiting cost 50 % more iterations (5.2 against 3.4 per substep in
+            cluttered scene 1) and ended no closer to a step solved far past convergence (0.0025 against 0.0014
+            tube diameters): they run 0 (``softsnake.robots.vine.simulation.SOLVER_DEFAULTS``;
+            experiments/results/convergence.md, "The engine stops at the round-off floor").
         linear_iterations: conjugate residual iterations per Newton iteration, at most (the paper: 20).
         linear_tolerance: a world's linear solve stops once its preconditioned residual has fallen by
             this factor [-]: converged worlds do no more work, and a solve never iterates on round-off.
@@ -197,7 +209,8 @@ class SolverSettings:
     substeps: int = 2
     newton_iterations: int = 16
     newton_tolerance: float = 1.0e-5
-    newton_floor: float = 0.0
+    newton_floor: float = 2.0
+    newton_floor_stall: float = 0.5
     linear_iterations: int = 100
     linear_tolerance: float = 1.0e-3
     linear_solver: str = "auto"
@@ -227,7 +240,7 @@ class SolverSettings:
             if isinstance(value, bool) or not float(value).is_integer() or value < least:
                 raise ConfigError(f"{name} must be a {'positive' if least else 'non-negative'} integer, got {value!r}")
             object.__setattr__(self, name, int(value))
-        for name in ("newton_tolerance", "newton_floor", "linear_tolerance", "contact_margin", "fb_epsilon",
+        for name in ("newton_tolerance", "newton_floor", "newton_floor_stall", "linear_tolerance", "contact_margin", "fb_epsilon",
                      "contact_regularization", "friction_regularization", "min_stiffness_ratio", "energy_floor"):
             value = float(getattr(self, name))
             if not (math.isfinite(value) and value >= 0.0):

@@ -23,10 +23,10 @@ def pendulums(device):
 
 
 def test_without_a_tolerance_every_substep_ends_at_the_budget(device):
-    """newton_tolerance 0: every world takes the whole budget in every substep, and the budget ends every
+    """newton_tolerance and newton_floor 0: every world takes the whole budget in every substep, and the budget ends every
     substep unconverged (counts exact); ``reset_newton_counts`` starts them from zero."""
     model = pendulums(device)
-    solver = softsnake.Solver(model, newton_tolerance=0.0, newton_iterations=5)
+    solver = softsnake.Solver(model, newton_tolerance=0.0, newton_floor=0.0, newton_iterations=5)
     state, control = model.state(), model.control()
     for _ in range(STEPS):
         solver.step(state, state, control, 1.0 / 120.0)
@@ -86,12 +86,13 @@ def test_counts_match_the_iterations_each_world_took(device, capture_graph):
 
 @pytest.mark.parametrize("budget", [1, 16])
 def test_an_end_at_the_round_off_floor_is_told_from_an_unconverged_one(budget):
-    """At the default budget the pendulums never reach the tolerance (1e-5 of the start's merit lies below
-    float32's round-off), but every substep ends with the merit at the round-off floor: all budget ends, none
-    unconverged, and the summary says every world converged. With one iteration no step is judged: every
-    substep is an unconverged end, and the summary says the numbers are the budget's."""
+    """Without the stop at the floor (newton_floor 0), at the default budget the pendulums never reach the
+    tolerance (1e-5 of the start's merit lies below float32's round-off), but every substep ends with the merit
+    near the round-off floor: all budget ends, none unconverged, and the summary says every world converged.
+    With one iteration no step is judged: every substep is an unconverged end, and the summary says the numbers
+    are the budget's."""
     model = pendulums("cpu")
-    solver = softsnake.Solver(model, newton_iterations=budget)
+    solver = softsnake.Solver(model, newton_iterations=budget, newton_floor=0.0)
     state, control = model.state(), model.control()
     for _ in range(STEPS):
         solver.step(state, state, control, 1.0 / 120.0)

@@ -82,6 +82,7 @@ def judge_newton_steps(
     min_scale: float,
     tolerance_sq: float,
     floor_sq: float,
+    floor_stall: float,
     merit_floor: wp.array(dtype=float),
     merit_ref: wp.array(dtype=float),
     merit_first: wp.array(dtype=float),
@@ -101,14 +102,17 @@ def judge_newton_steps(
 
     Round-off (``floor_sq`` > 0, ``SolverSettings.newton_floor`` squared): a world whose merit is within
     ``floor_sq`` of ``merit_floor``, what float32's rounding of its positions alone leaves in its merit
-    (``row_round_off``), has converged as far as float32 can tell: it holds its point too.
+    (``row_round_off``), and that has stopped falling (its last step left at least ``floor_stall`` of the
+    merit before it, or it has taken none this substep), has converged as far as float32 can tell: it holds
+    its point too.
     """
     w = nonnegative(wp.tid())
     m = merit[w]
     scale = step_scale[w]
     if scale == 0.0:
         merit_first[w] = m
-    if m <= tolerance_sq * merit_first[w] or m <= floor_sq * merit_floor[w]:
+    at_floor = m <= floor_sq * merit_floor[w] and (scale == 0.0 or m >= floor_stall * merit_ref[w])
+    if m <= tolerance_sq * merit_first[w] or at_floor:
         merit_ref[w] = m
         step_scale[w] = 1.0
         retreat[w] = HOLD

@@ -54,19 +54,19 @@ budget (the engine's, since the sixteenth session) cluttered scene 2's 50-body v
 project's CPU (6.3e-5 s per body, the slowest of experiments/results/vine.md's vine scenes), the rest a margin
 for slower machines."""
 
-SOLVER_DEFAULTS = {"substeps": 1, "newton_floor": 2.0, "energy_floor": 1e-3}
+SOLVER_DEFAULTS = {"substeps": 1, "newton_floor_stall": 0.0, "energy_floor": 1e-3}
 """Solver settings of the vine rollouts over the engine's policy (``SolverSettings``: 16 Newton x 100
 conjugate residual iterations at most, the balanced iteration, warm started):
 
 - one substep per step of the papers' dt (1/90 s): it follows the reference rollouts of seed 000 more
   closely than two (experiments/results/vine.md);
-- a stop at twice the round-off floor (``newton_floor``; the engine's: never): a vine's merit falls to float32's
-  floor, 1-3e-5 of a moving vine's start (root), within 5-7 iterations and then only wanders, and a vine at rest
-  starts its substep there (47 % of a 64-vine batch's substeps), so at the engine's tolerance (1e-5) most steps
-  ran all 16 iterations for nothing. With the stop, at the engine's tolerance, every vine scene ends as close
-  to a step solved far past convergence as before or closer (0.0013 tube diameters or less) and warm and cold
-  within 0.0011, 1.5 to 8 times faster than the tolerance of 3e-5 the vines ran until the seventeenth session
-  (experiments/results/vine.md, "Stopping at the round-off floor");
+- (the engine's stop at twice the round-off floor, ``newton_floor``, was the vines' own from the seventeenth
+  session until the engine took it in the twenty-first: a vine's merit falls to float32's floor, 1-3e-5 of a
+  moving vine's start (root), within 5-7 iterations and then only wanders, and a vine at rest starts its substep
+  there (47 % of a 64-vine batch's substeps), so at the engine's tolerance (1e-5) alone most steps ran all 16
+  iterations for nothing; experiments/results/vine.md, "Stopping at the round-off floor"); vines stop at the
+  first iteration within the floor (``newton_floor_stall`` 0: the estimate meets a vine's floor, and waiting for
+  the merit to stall cost 50 % more iterations and ended no closer to the converged step);
 - a kinetic energy floor of the blow-up check of 1e-3 J (the engine's: 1e-6 J): a vine's kinetic energy while
   growing is 1e-5 to 5e-4 J, and a growth rate changed at once (a video's length schedule: 1.1e-6 J to
   4.9e-4 J in one step of 1/90 s, the same at 32 x 200) is physics the one-step rule would stop; the video
