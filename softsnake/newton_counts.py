@@ -93,8 +93,9 @@ class NewtonCounts:
         head = (f"Newton, budget {self.budget} iteration{'s' * (self.budget != 1)} "
                 f"({self.newton_steps.sum() / substeps:.1f} per substep): ")
         if unconverged == substeps:
-            return (head + f"no substep converged ({criterion}, nor near float32's round-off floor): these numbers are "
-                    f"the budget's answer, not a converged one (how far apart: {study})")
+            nor_floor = "" if self.floor > 0.0 else ", nor near float32's round-off floor"
+            return (head + f"no substep converged ({criterion}{nor_floor}): these numbers are the budget's answer, not "
+                    f"a converged one (how far apart: {study})")
         parts = [f"{_percent(stopped, substeps)} of substeps reached the stop ({criterion})"]
         if at_floor:
             parts.append(f"{_percent(at_floor, substeps)} ended near float32's round-off floor (within "

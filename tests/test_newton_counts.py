@@ -134,6 +134,8 @@ def test_summary_says_whether_the_answer_is_the_budgets():
     assert none.startswith("Newton, budget 8 iterations (8.0 per substep): no substep converged (merit down by 1e-05, "
                            "nor near float32's round-off floor)")
     assert none.endswith("not a converged one (how far apart: README)")
+    with_floor = counts([10], [80], [10], [10], floor=2.0).summary()
+    assert "no substep converged (merit down by 1e-05 or within 2 of its round-off floor): these" in with_floor
     some = counts([10, 10], [40, 60], [1, 5], [0, 4], floor=2.0, balanced=False).summary("vine")
     assert some.startswith("Newton, budget 8 iterations (5.0 per substep): 70.0 % of substeps reached the stop (merit "
                            "down by 1e-05 or within 2 of its round-off floor), 10.0 % ended near float32's round-off floor")
