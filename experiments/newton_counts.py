@@ -15,7 +15,7 @@ round-off floor, and ended above it (unconverged), Newton steps per substep, and
 its round-off floor at the end of every step's last substep (median, 90th percentile, largest; the budget's
 last step is not judged, so this is the point before it). 60 steps of 1/120 s (the vine: its 450 steps).
 
-Writes newton_counts.csv/.md into --out (default experiments/results).
+Writes newton_counts.csv/.md into --out (default experiments/results), rewritten after every scene.
 
 Usage: python experiments/newton_counts.py [--out DIR]
 """
@@ -110,16 +110,20 @@ def main(argv=None):
     parser = experiment_parser(__doc__, __file__)
     args = parser.parse_args(argv)
     out = make_output_folder(args.out)
-    rows = [measure("soft", *engine_scene(scene_soft, 2e4)), measure("bodies", *engine_scene(scene_bodies)),
-            measure("pendulums", *engine_scene(pendulums)),
-            measure("stiff_block", *engine_scene(lambda: stiff_block("cpu"))), snake_row(), measure("vine", *vine())]
-    for entry in rows:
-        print(entry)
-    write_outputs(out, "newton_counts", rows, [
-        "# How substeps end at each scene's default budget (experiments/newton_counts.py)", "",
-        f"{STEPS} steps of 1/120 s (the vine: its scene's steps); device cpu. stop: reached the Newton tolerance (or "
-        "the floor stop where newton_floor > 0); floor: ended at the budget within twice the round-off floor; "
-        "unconverged: ended above it. Ratios: root of the merit over its round-off floor after each step."])
+    cases = [lambda: measure("soft", *engine_scene(scene_soft, 2e4)), lambda: measure("bodies", *engine_scene(scene_bodies)),
+             lambda: measure("pendulums", *engine_scene(pendulums)),
+             lambda: measure("stiff_block", *engine_scene(lambda: stiff_block("cpu"))), snake_row,
+             lambda: measure("vine", *vine())]
+    rows = []
+    for case in cases:  # the files rewritten after every scene: an interrupted run keeps what it finished
+        rows.append(case())
+        print(rows[-1], flush=True)
+        write_outputs(out, "newton_counts", rows, [
+            "# How substeps end at each scene's default budget (experiments/newton_counts.py)", "",
+            f"{STEPS} steps of 1/120 s (the vine: its scene's steps); device cpu. stop: reached the Newton tolerance "
+            "or the floor stop (newton_floor); floor: ended at the budget within twice the round-off floor's "
+            "estimate; unconverged: ended above it. Ratios: root of the merit over its round-off floor's estimate "
+            "after each step."])
 
 
 if __name__ == "__main__":
