@@ -3,9 +3,9 @@
 u = M^-1 J^T x gathers each particle's or body's sums from the explicit CSR of J^T (no atomics, so
 the sums are deterministic; ``finalize`` lays out J^T once): one thread block per entity in the
 batched launches (``apply_inverse_mass_transpose``), one thread per entity inside the whole-solve
-kernels. y = J u + E x is a
-row at a time (``row_product``; the solvers call it inside their own kernels); E is diagonal except for the 3x3 blocks that couple a tetrahedron's normal
-strain rows. The same u = M^-1 J^T x moves the particles and bodies after each solve.
+kernels. y = J u + E x is a row at a time (``row_product``; the solvers call it inside their own
+kernels); E is diagonal except for the 3x3 blocks that couple a tetrahedron's normal strain rows.
+The same u = M^-1 J^T x moves the particles and bodies after each solve.
 """
 
 import warp as wp
