@@ -67,6 +67,16 @@ def test_stdout_of_a_cpu_run_holds_only_softsnake_lines(tmp_path):
     assert err == ""
 
 
+def test_budget_reaches_the_solver(tmp_path):
+    """``--budget NxL`` runs the snakes at that budget: the Newton line names it (3 iterations, which the gait
+    never converges in)."""
+    process = softsnake("gait", "--snakes", "1", "--seconds", "0.02", "--budget", "3x7", "--no-usd", "--no-video",
+                        "--out", "out", cwd=tmp_path)
+    out, err = process.communicate(timeout=300)
+    assert process.returncode == 0, err
+    assert "Newton, budget 3 iterations (3.0 per substep): no substep converged" in out, out
+
+
 def test_verbose_brings_warps_messages_back(tmp_path):
     process = softsnake("gait", "--snakes", "1", "--seconds", "0.02", "--no-usd", "--no-video", "--verbose",
                         "--out", "out", cwd=tmp_path)
