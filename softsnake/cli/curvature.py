@@ -2,7 +2,8 @@
 
 One stand link per pressure, all in one batch (``softsnake.robots.snake.curvature``). Writes
 ``curvature.csv`` (pressure, steady curvature, settling residual) and ``curvature.png`` (Fig. 5
-layout) into --out and prints the linear fits, their symmetry and the settling residual.
+layout) into --out and prints the linear fits, their symmetry, the settling residual and how the
+solver's substeps ended (``softsnake.newton_counts``; one stand per pressure, counted from 0).
 """
 
 import math
@@ -74,5 +75,6 @@ def run(args):
     print(f"symmetry: slopes differ by {summary['symmetry_percent']:.2f} %")
     print(f"zero pressure: curvature {summary['zero_curvature']:.2e} 1/m")
     print(f"settling: largest change over the last {SETTLE_WINDOW:g} s {summary['max_residual']:.2e} 1/m")
+    print(sweep.newton.summary("stand", study="experiments/results/snake.md"))
     print(f"wrote {out / CSV_NAME} and {out / PNG_NAME}")
     return 0

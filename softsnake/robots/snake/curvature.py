@@ -25,6 +25,7 @@ from softsnake.errors import ConfigError
 from softsnake.finalize import is_cpu_device
 from softsnake.output_files import write_csv
 from softsnake.progress import progress as progress_notes
+from softsnake.newton_counts import NewtonCounts
 from softsnake.solver import Solver
 from softsnake.units import pa_to_psi
 from softsnake.validation import positive_number
@@ -81,12 +82,14 @@ class CurvatureSweep:
     cap_torque: external torque about +z on the free cap of each world [N m]
     time: sample times (frame_count + 1,) [s]
     history: curvature (frame_count + 1, world_count) [1/m]
+    newton: how the stand solver's substeps ended (``Solver.newton_counts``; one world per pressure), or None
     """
 
     pressure: np.ndarray
     cap_torque: np.ndarray
     time: np.ndarray
     history: np.ndarray
+    newton: NewtonCounts | None = None
 
     @property
     def curvature(self):
@@ -161,7 +164,8 @@ def simulate_curvature(pressures, *, cap_torques=None, config=None, resolution="
     for frame in progress_notes(range(1, frames + 1), desc="curvature", unit="frame", enabled=progress):
         solver.step(state, state, control, dt)
         history[frame] = observe()
-    return CurvatureSweep(pressure=pressures, cap_torque=torques, time=np.arange(frames + 1) * dt, history=history)
+    return CurvatureSweep(pressure=pressures, cap_torque=torques, time=np.arange(frames + 1) * dt, history=history,
+                          newton=solver.newton_counts())
 
 
 def _linear_fit(x, y):

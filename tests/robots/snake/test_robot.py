@@ -86,7 +86,8 @@ def test_link_curvature_from_cap_yaw():
 def test_link_curvature_under_pressure(coarse):
     """On the stand, zero pressure keeps the link straight (|curvature| < 1e-6 1/m); the right
     chamber (> 0) bends the link left (curvature > 0) and more at 8 psi than at 4 psi, about twice
-    as much (within 5 %, linear); the left chamber bends it right by the same amount (within 5 %)."""
+    as much (within 5 %, linear); the left chamber bends it right by the same amount (within 5 %). The sweep
+    carries its solver's Newton counts, one world per pressure, every substep counted."""
     psi = np.array([0.0, 4.0, 8.0, -8.0])
     sweep = simulate_curvature(psi_to_pa(psi), config=coarse, resolution="coarse", seconds=0.75, progress=False)
     zero, four, eight, minus_eight = sweep.curvature
@@ -95,6 +96,8 @@ def test_link_curvature_under_pressure(coarse):
     assert minus_eight < 0.0
     assert abs(eight + minus_eight) < 0.05 * eight
     assert eight / four == pytest.approx(2.0, rel=0.05)
+    substeps = (len(sweep.time) - 1) * 2  # the stand's 2 substeps per frame
+    assert sweep.newton.substeps.tolist() == [substeps] * 4
 
 
 def test_curvature_summary_on_an_exact_line():
