@@ -1,7 +1,8 @@
-"""How each world's Newton loops ended: at the stop, at float32's round-off floor, or unconverged.
+"""How each world's Newton loops ended: at the stop, near float32's round-off floor, or unconverged.
 
 A substep's Newton loop ends for a world at its stop: once its merit has fallen by
-``SolverSettings.newton_tolerance`` (or to within ``newton_floor`` of its round-off floor). Where the
+``SolverSettings.newton_tolerance``, or has come within ``newton_floor`` of its round-off floor and
+stopped falling (``newton_floor_stall``). Where the
 budget (``newton_iterations``) runs out first, there are two cases. The merit may lie near float32's
 round-off floor already (within ``ROUND_OFF_MARGIN`` times its estimate, in the root), what the
 rounding of the positions alone leaves (``kernels.multipliers.row_round_off``): a relative tolerance
