@@ -354,7 +354,8 @@ class Solver:
                 if has_rows and self.elastic_start_on else [],
                 "start": newton.start_line_search_commands(self) if has_rows else [],
                 "newton": {"begin": [self.record(multipliers.start_newton_count, 1, [], outputs=[self.newton_count])],
-                           "assemble": newton.assemble_commands(self, state, control, h),
+                           "assemble_first": newton.assemble_commands(self, state, control, h),
+                           "assemble": newton.assemble_commands(self, state, control, h, round_off=False),
                            "solve": solve_commands(self), "update": newton.update_commands(self, state),
                            "count": [self.record(multipliers.count_newton_iteration, 1, [
                                self.newton_count, self.newton_iterations], outputs=[self.newton_iterating]),
@@ -468,7 +469,7 @@ class Solver:
             # for bit as the whole budget would, and a converged batch pays only for the iterations it used.
             iteration = recording["newton"]
             self._run(iteration["begin"])
-            self._run(iteration["assemble"], "assemble")
+            self._run(iteration["assemble_first"], "assemble")
             wp.capture_while(self.newton_iterating, while_body=self._newton_iteration, iteration=iteration)
             if self.line_search:
                 self._run(recording["final_check"], "update")
