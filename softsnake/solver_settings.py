@@ -43,18 +43,18 @@ class SolverSettings:
             root of its merit has fallen by this factor from the substep's start [-]: converged worlds
             do no more work. 0 runs every iteration.
         newton_floor: a world also stops once the root of its merit is within this factor of its round-off
-            floor [-]: what float32's rounding of its positions alone leaves in its merit (each coordinate x
-            stored to about 2^-23 |x| / sqrt(12), carried through its rows and, balanced, its momentum gap;
-            ``multipliers.row_round_off``), once its merit has stopped falling (``newton_floor_stall``). Below
-            that floor the merit only wanders, so a relative
-            ``newton_tolerance`` under it is never met: the engine's own scenes ended 94-100 % of their substeps
+            floor [-] and has stopped falling (``newton_floor_stall``): the floor is what float32's rounding of
+            its positions alone leaves in its merit (each coordinate x stored to about 2^-23 |x| / sqrt(12),
+            carried through its rows and, balanced, its momentum gap; ``multipliers.row_round_off``), estimated
+            once per substep. Below that floor the merit only wanders, so a relative ``newton_tolerance`` under
+            it is never met: with the tolerance alone the engine's own scenes ended 94-100 % of their substeps
             at the floor after all 16 iterations, and a warm start already there (a vine at rest: 47 % of a
             64-vine batch's substeps) ran every iteration. The estimate errs high (0.016 to 1.25 times the floor
-            observed): stopping within 2 times it alone left frictional particles and bodies up to 1.0 mm from a
-            step solved far past convergence (0.15 mm without a stop); stopping there once the merit stalls,
-            0.15 and 0.03 mm, in 2-6 iterations instead of 16 (experiments/results/convergence.md, "The engine
-            stops at the round-off floor"). The default is 2 (0 until the twenty-first session, the vines' own
-            since the seventeenth); 0 never stops there.
+            observed): stopping within 2 times it at once left frictional particles and bodies up to 1.04 mm
+            from a step solved far past convergence (0.15 mm with the tolerance alone); stopping there once the
+            merit stalls, 0.15 mm at most, in 2-6 iterations instead of 8-16 (experiments/results/convergence.md,
+            "The engine stops at the round-off floor"). The default is 2 (0 until the twenty-first session, the
+            vines' own since the seventeenth); 0 never stops there.
         newton_floor_stall: a world within ``newton_floor`` of its round-off floor stops only once its last Newton
             step left at least this share of the merit before it [-] (the default 0.5: the root fell by less than
             1.41 times), or at once where it starts the substep there; 0 stops at the first iteration within the
