@@ -33,22 +33,15 @@ from softsnake.cli.common import experiment_parser, make_output_folder
 from convergence import FAR_PAST_CONVERGED, write_outputs
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-from engine_scenes import chain_builder, stiff_block  # noqa: E402
+from engine_scenes import pendulum_worlds, stiff_block  # noqa: E402
 from test_golden_states import ENGINE_CASES  # noqa: E402
 
 STOPS = {"default (floor 2, stalled)": {}, "floor 2 at once (stall 0)": {"newton_floor_stall": 0.0},
          "tolerance alone (floor 0)": {"newton_floor": 0.0}}
 
 
-def pendulums():
-    worlds = softsnake.ModelBuilder()
-    for speed in (0.5, 2.0, 5.0):
-        worlds.add_world(chain_builder(1e-4, speed))
-    return worlds.finalize("cpu")
-
-
 CASES = {**{name: case for name, case in ENGINE_CASES.items() if name != "batch"},
-         "pendulums": (pendulums, 60, {}, None), "stiff_block": (lambda: stiff_block("cpu"), 60, {}, None)}
+         "pendulums": (lambda: pendulum_worlds("cpu"), 60, {}, None), "stiff_block": (lambda: stiff_block("cpu"), 60, {}, None)}
 
 
 def run(make, steps, options, control_fn):

@@ -31,7 +31,7 @@ from softsnake.cli.common import experiment_parser, make_output_folder
 from convergence import write_outputs
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-from engine_scenes import chain_builder, scene_bodies, scene_soft, stiff_block  # noqa: E402
+from engine_scenes import pendulum_worlds, scene_bodies, scene_soft, stiff_block  # noqa: E402
 
 STEPS = 60
 DT = 1.0 / 120.0
@@ -45,13 +45,6 @@ def engine_scene(make, pressure=0.0):
     if model.pressure_channel_count:
         control.pressure.assign(np.full(model.pressure_channel_count, pressure, dtype=np.float32))
     return solver, lambda: solver.step(state, state, control, DT), STEPS
-
-
-def pendulums():
-    worlds = softsnake.ModelBuilder()
-    for speed in (0.5, 2.0, 5.0):
-        worlds.add_world(chain_builder(1e-4, speed))
-    return worlds.finalize("cpu")
 
 
 def vine():
@@ -111,7 +104,7 @@ def main(argv=None):
     args = parser.parse_args(argv)
     out = make_output_folder(args.out)
     cases = [lambda: measure("soft", *engine_scene(scene_soft, 2e4)), lambda: measure("bodies", *engine_scene(scene_bodies)),
-             lambda: measure("pendulums", *engine_scene(pendulums)),
+             lambda: measure("pendulums", *engine_scene(lambda: pendulum_worlds("cpu"))),
              lambda: measure("stiff_block", *engine_scene(lambda: stiff_block("cpu"))), snake_row,
              lambda: measure("vine", *vine())]
     rows = []

@@ -4,7 +4,7 @@
 ``run`` steps a model and records; the scenes are small models that together cover every
 constraint type: a soft cantilever (tetrahedra, attachments, pressure-driven distance rows) and a
 chain of bodies (driven prismatic base, hinges, linear and sampled angular springs, obstacles),
-planar or in 3-D; a small clamped pneumatic beam (``pneumatic_beam``); a double pendulum of two distance rows (``chain_builder``); bodies of every shape with friction
+planar or in 3-D; a small clamped pneumatic beam (``pneumatic_beam``); a double pendulum of two distance rows (``chain_builder``; three worlds of it, ``pendulum_worlds``); bodies of every shape with friction
 and a hinge (``scene_bodies``); a stiff soft block
 resting on the ground or clamped (``stiff_block``); and a box on two light wheels at rest (``wheeled_cart``).
 """
@@ -141,6 +141,15 @@ def chain_builder(compliance, speed):
     b.add_distance(0, 1, compliance=compliance)
     b.add_distance(1, 2, compliance=compliance)
     return b
+
+
+def pendulum_worlds(device=None):
+    """Three worlds of a compliant double pendulum (``chain_builder``, 1e-4 m/N) swinging at 0.5, 2 and 5 m/s:
+    they converge at different Newton iterations. device: as ``ModelBuilder.finalize``'s (None: Warp's default)."""
+    worlds = softsnake.ModelBuilder()
+    for speed in (0.5, 2.0, 5.0):
+        worlds.add_world(chain_builder(1e-4, speed))
+    return worlds.finalize(device)
 
 
 def stiff_block(device, support="ground"):

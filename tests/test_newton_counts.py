@@ -2,30 +2,21 @@
 
 import numpy as np
 import pytest
-import warp as wp
 
 import softsnake
-from engine_scenes import chain_builder
+from engine_scenes import pendulum_worlds
 from softsnake.kernels.multipliers import HOLD
 from softsnake.newton_counts import NewtonCounts
 
 STEPS = 30
-
-
-def pendulums(device):
-    """Three worlds of a compliant double pendulum swinging at 0.5, 2 and 5 m/s: at a tolerance of 1e-3 and a
-    budget of 3 they converge in different substeps, and some substeps end at the budget."""
-    worlds = softsnake.ModelBuilder()
-    for speed in (0.5, 2.0, 5.0):
-        worlds.add_world(chain_builder(1e-4, speed))
-    with wp.ScopedDevice(device):
-        return worlds.finalize()
+"""Steps of 1/120 s of the pendulum worlds (``engine_scenes.pendulum_worlds``: at a tolerance of 1e-3 and a budget
+of 3 they converge in different substeps, and some substeps end at the budget)."""
 
 
 def test_without_a_tolerance_every_substep_ends_at_the_budget(device):
     """newton_tolerance and newton_floor 0: every world takes the whole budget in every substep, and the budget ends every
     substep unconverged (counts exact); ``reset_newton_counts`` starts them from zero."""
-    model = pendulums(device)
+    model = pendulum_worlds(device)
     solver = softsnake.Solver(model, newton_tolerance=0.0, newton_floor=0.0, newton_iterations=5)
     state, control = model.state(), model.control()
     for _ in range(STEPS):
@@ -51,7 +42,7 @@ def test_counts_match_the_iterations_each_world_took(device, capture_graph):
     budget = 3
 
     def run(graph, observe):
-        model = pendulums(device)
+        model = pendulum_worlds(device)
         solver = softsnake.Solver(model, newton_tolerance=1e-3, newton_iterations=budget, capture_graph=graph)
         per_substep = []
         if observe:
@@ -91,7 +82,7 @@ def test_an_end_at_the_round_off_floor_is_told_from_an_unconverged_one(budget):
     near the round-off floor: all budget ends, none unconverged, and the summary says every world converged.
     With one iteration no step is judged: every substep is an unconverged end, and the summary says the numbers
     are the budget's."""
-    model = pendulums("cpu")
+    model = pendulum_worlds("cpu")
     solver = softsnake.Solver(model, newton_iterations=budget, newton_floor=0.0)
     state, control = model.state(), model.control()
     for _ in range(STEPS):

@@ -118,16 +118,13 @@ def test_newton_loop_ending_early_changes_no_bit(device, scene, monkeypatch):
     loop forced to its whole budget (every world flagged as iterating), the forced run ran the whole budget, and
     the loop did end early (otherwise the test would compare nothing). Each run steps launch by launch and in
     a graph (Warp's CPU graph, or a CUDA graph with conditional nodes): all four agree bit for bit."""
-    from engine_scenes import chain_builder, scene_bodies, scene_soft
+    from engine_scenes import pendulum_worlds, scene_bodies, scene_soft
 
     from softsnake.kernels import multipliers
 
     def build():
         if scene == "pendulums":
-            worlds = softsnake.ModelBuilder()
-            for speed in (0.5, 2.0, 5.0):
-                worlds.add_world(chain_builder(1e-4, speed))
-            return worlds.finalize()
+            return pendulum_worlds()
         return scene_soft() if scene == "soft" else scene_bodies()
 
     flag = multipliers.flag_iterating_worlds
