@@ -188,13 +188,12 @@ def pictured_snakes(args):
     return args.snakes if args.pictured_snakes == 0 else min(args.pictured_snakes, args.snakes)
 
 
-def _check_size(args):
-    """UsageError unless the run fits this machine's memory and a week of wall time."""
+def _check_size(args, budget):
+    """UsageError unless the run fits this machine's memory and a week of wall time at ``budget`` (``parse_budget``)."""
     frames, record_bytes, wall = estimate_run(args.snakes, args.seconds, resolution=args.resolution,
                                               device=args.device)
     if wall is not None:
         # The estimate is the snake's budget's; a larger one costs up to its iterations' ratio (less where worlds stop).
-        budget = parse_budget(args.budget)
         wall *= (budget["newton_iterations"] * budget["linear_iterations"]
                  / (SNAKE_BUDGET["newton_iterations"] * SNAKE_BUDGET["linear_iterations"]))
         wall /= cores_used(args, args.snakes)
@@ -246,15 +245,15 @@ def run(args):
     check_positive("--supply-psi", args.supply_psi)
     check_at_least("--pictured-snakes", args.pictured_snakes, 0)
     check_workers(args)
-    parse_budget(args.budget)
+    budget = parse_budget(args.budget)
     gait = gait_from_args(args)
     config = snake_config(args)
     check_device(args.device, getattr(args, "verbose", False))
-    frames, wall_estimate = _check_size(args)
+    frames, wall_estimate = _check_size(args, budget)
     out = make_output_folder(args.out)
     options = {"resolution": args.resolution, "device": args.device, "gait": gait, "latency": args.latency,
                "supply_pressure": psi_to_pa(args.supply_psi), "seconds": args.seconds, "config": config,
-               **parse_budget(args.budget)}
+               **budget}
     try:
         if args.workers == 1:
             simulation = SnakeSimulation(args.snakes, **options)
