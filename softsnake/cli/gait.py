@@ -14,7 +14,7 @@ USD scene and the GIF show the first ``--pictured-snakes`` snakes (default 16): 
 snakes take gigabytes and most of a GPU run's time (experiments/results/gpu.md, section 4).
 A run that is interrupted (Ctrl-C) or in which a snake blows up keeps what it computed as
 ``gait.partial.usdc``, ``trajectories.partial.csv``, ``trajectories.partial.png`` and
-``gait.partial.gif``, and names them.
+``gait.partial.gif``, and names them; in one process it also prints how the substeps so far ended.
 
 On the CPU, ``--workers W`` steps the snakes in W processes at once (0: one per CPU core; default 1,
 this process alone): the same outputs bit for bit (softsnake.robots.snake.workers), in about 1/W of
@@ -293,6 +293,9 @@ def _simulate(args, simulation, gait, out, wall_estimate):
         kept = _write_partial(out, simulation, animation, labels, title, usd_path)
         what = f"interrupted at t = {reached:.3f} s" if interrupted else f"error: {exc}"
         files = ", ".join(str(path) for path in kept) if kept else "nothing (no frame was finished)"
+        if args.workers == 1:  # worker processes take the same Ctrl-C and cannot answer any more
+            print(simulation.newton_counts().summary("snake", study='README, "Known limitations"') + f" (up to t = "
+                  f"{reached:.3f} s)", flush=True)
         print(f"softsnake gait: {what}; kept the run up to t = {reached:.3f} s in {files}", file=sys.stderr)
         return 130 if interrupted else 1
     wall = timer.perf_counter() - start

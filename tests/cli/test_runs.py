@@ -107,6 +107,8 @@ def test_interrupted_gait_keeps_a_readable_partial_usd_and_csv(tmp_path):
         assert (out_folder / name).is_file(), name
         assert str(os.path.join("out", name)) in message, message
     assert not (out_folder / "trajectories.csv").exists() and not (out_folder / "gait.usdc").exists()
+    # How the substeps so far ended, on standard output (the one message of standard error stays one line).
+    assert re.search(r"^Newton, budget 8 iterations .* \(up to t = [\d.]+ s\)$", out, re.MULTILINE), out
 
     reached = float(re.search(r"interrupted at t = ([\d.]+) s", message).group(1))
     assert 0.0 < reached < 30.0
