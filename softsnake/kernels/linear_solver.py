@@ -331,8 +331,14 @@ def world_inverse_mass_transpose(
     body_inv_inertia_world: wp.array(dtype=wp.mat33),
     u: wp.array(dtype=float),
 ):
-    """u = M^-1 J^T x over one world's particles and bodies, where the solver's J reads it: entities
-    first, first + stride, ... of each range (one thread: first 0, stride 1).
+    """u = M^-1 J^T x over one world's particles and bodies, where the solver's J reads it, dealt to the
+    block's threads in turn (thread ``first`` of ``stride`` takes items first, first + stride, ...; one thread:
+    first 0, stride 1): the particles, then the bodies' linear columns, then their angular ones (in a planar
+    model a body's three in-plane columns are one item). The bodies continue the deal where the particles end,
+    and a body's two column blocks are two items: dealt from thread 0 again as one item, a body added its two
+    walks of up to ~180 rows each to a thread that also held a particle, the longest walk of the block (the
+    coarse snake at 512 threads: 263 rows; now 125, a particle's largest column). Each column is still summed
+    by one thread in row order: the same bits whatever the block size.
 
     In a planar model the solver's J has only the in-plane columns, so a body's u is written at
     x, y and the rotation about z alone: u_rz = (I^-1)_zz g_z, the same number as the z entry of
@@ -343,21 +349,38 @@ def world_inverse_mass_transpose(
         write_inverse_mass_transpose(e, particle_count, planar, JT_offsets, JT_ends, JT_columns, JT_values, x,
                                      particle_inv_mass, body_inv_mass, body_inv_inertia_world, u)
         e += stride
-    b = body_begin + first
+    # This thread's first body item: item (particle_end - particle_begin) + k of the deal, where that lands on it.
+    k = (first - (particle_end - particle_begin) % stride + stride) % stride
+    bodies = body_end - body_begin
     if planar != 0:
-        while b < body_end:
+        while k < bodies:
+            b = body_begin + k
             base = nonnegative(3 * particle_count + 6 * b)
             g = gather_transpose_block(JT_offsets, JT_ends, JT_columns, JT_values, x, base, base + 1, base + 5, 0, 1)
             inv_mass = body_inv_mass[b]
             u[base] = g[0] * inv_mass
             u[base + 1] = g[1] * inv_mass
             u[base + 5] = body_inv_inertia_world[b][2, 2] * g[2]
-            b += stride
+            k += stride
     else:
-        while b < body_end:
-            write_inverse_mass_transpose(particle_count + b, particle_count, planar, JT_offsets, JT_ends, JT_columns,
-                                         JT_values, x, particle_inv_mass, body_inv_mass, body_inv_inertia_world, u)
-            b += stride
+        while k < 2 * bodies:
+            if k < bodies:  # linear: u = g / m
+                b = body_begin + k
+                base = nonnegative(3 * particle_count + 6 * b)
+                g = gather_transpose_block(JT_offsets, JT_ends, JT_columns, JT_values, x, base, base + 1, base + 2,
+                                           0, 1)
+                lin = g * body_inv_mass[b]
+                for c in range(3):
+                    u[base + c] = lin[c]
+            else:  # angular: u = I^-1 g
+                b = body_begin + k - bodies
+                base = nonnegative(3 * particle_count + 6 * b)
+                g = gather_transpose_block(JT_offsets, JT_ends, JT_columns, JT_values, x, base + 3, base + 4, base + 5,
+                                           0, 1)
+                ang = body_inv_inertia_world[b] * g
+                for c in range(3):
+                    u[base + 3 + c] = ang[c]
+            k += stride
 
 
 @wp.kernel
