@@ -86,14 +86,40 @@ def block_threads(rows):
     return _warps_for(rows, 8, 256)
 
 
-def whole_solve_threads(rows):
-    """Threads of ``cr_solve_block_per_world``'s block for worlds of at most ``rows`` rows: the power of two
-    nearest above half the rows, from 32 to 512. Measured on an H100 (experiments/gpu_linear_solvers.py, 20
-    iterations; gpu.md, section 9), one solve of 4096 vines of 240 rows took 0.88 ms at 32 threads, 0.58 at
-    128, 1.73 at 512; one paper-mesh snake (28 332 rows) 70 ms at 32, 18.6 at 128, 10.4 at 256, 7.0 at 512.
-    Fewer threads walk more rows each in sequence; more leave threads idle in the block's sums and barriers
-    (and fewer blocks fit a multiprocessor)."""
-    return _warps_for(rows, 2, 512)
+BLOCK_SOLVER_RESIDENT_THREADS = 1024
+"""Threads of ``cr_solve_block_per_world`` that one multiprocessor holds at once, in blocks of 256 or 512: the
+kernel takes 56 registers per thread on sm_90 (experiments/kernel_registers.py) of a multiprocessor's 65 536,
+so 2 blocks of 512, 4 of 256 (9 of 128)."""
+
+WAVE_LEAST_THREADS = 128
+"""``whole_solve_threads`` shrinks a block to fit every world at once down to this many threads, not below: at
+4096 vines of 240 rows an H100 solved fastest at 128 threads per world (0.58 ms), not at the 32 that would hold
+every vine at once (0.88; gpu.md, section 9.3)."""
+
+
+def whole_solve_threads(rows, worlds=1, multiprocessors=0):
+    """Threads of ``cr_solve_block_per_world``'s block for ``worlds`` worlds of at most ``rows`` rows on a GPU of
+    ``multiprocessors`` multiprocessors (0: the CPU, where a block is one thread whatever its size).
+
+    One world alone: the power of two nearest above half the rows, from 32 to 512. Measured on an H100
+    (experiments/gpu_linear_solvers.py, 20 iterations; gpu.md, section 9), one solve of 4096 vines of 240 rows
+    took 0.88 ms at 32 threads, 0.58 at 128, 1.73 at 512; one paper-mesh snake (28 332 rows) 70 ms at 32, 18.6
+    at 128, 10.4 at 256, 7.0 at 512. Fewer threads walk more rows each in sequence; more leave threads idle in
+    the block's sums and barriers (and fewer blocks fit a multiprocessor).
+
+    Many worlds: halved (not below ``WAVE_LEAST_THREADS``) while the worlds need more than one wave of blocks
+    (``BLOCK_SOLVER_RESIDENT_THREADS`` per multiprocessor). A block's solve is bound by the latency of its
+    longest thread, so a wave takes about as long as one block alone, and halving the threads makes a block at
+    most twice as slow (one paper snake: 1.5 times at 512 -> 256, 1.8 at 256 -> 128) while it halves the waves:
+    1024 coarse snakes (the gait, 6068 rows) at 512 threads run in 4 waves of 264 on an H100, at 128 in one.
+    (A prediction from the measurements above, to be measured on the gait's case: gpu.md, section 11.) On a GPU
+    a world's round-off therefore depends on how many worlds share its batch, as the "auto" linear solver's
+    choice does; on the CPU nothing changes."""
+    threads = _warps_for(rows, 2, 512)
+    if multiprocessors > 0:
+        while threads > WAVE_LEAST_THREADS and worlds * threads > multiprocessors * BLOCK_SOLVER_RESIDENT_THREADS:
+            threads //= 2
+    return threads
 
 
 def solve_commands(solver):
@@ -111,7 +137,8 @@ def solve_commands(solver):
         outputs = [solver.u, solver.z, solver.p, solver.Az, solver.Ap, solver.dlam]
         if solver.linear_solver == "block":
             return [solver.record(linear_solver.cr_solve_block_per_world, m.world_count, inputs + [solver.JT_live_ends],
-                                  outputs=outputs, block_threads=whole_solve_threads(m.largest_world_rows))]
+                                  outputs=outputs, block_threads=whole_solve_threads(m.largest_world_rows, m.world_count,
+                                                                            m.device.sm_count))]
         return [solver.record(linear_solver.cr_solve_per_world, m.world_count,
                               inputs + [solver.live_rows, solver.JT_live_ends], outputs=outputs)]
     n, s = m.row_count, solver

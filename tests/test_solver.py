@@ -277,3 +277,17 @@ def test_block_solver_threads_follow_the_gpu_measurements():
     assert whole_solve_threads(240) == 128 and whole_solve_threads(28332) == 512
     sizes = [whole_solve_threads(rows) for rows in range(1, 3000)]
     assert all(32 <= t <= 512 and t % 32 == 0 for t in sizes) and sizes == sorted(sizes)
+
+
+def test_block_solver_threads_fit_many_worlds_into_one_wave():
+    """With more worlds than a GPU holds at once (1024 threads of the block solver per multiprocessor), the block
+    halves down to 128 threads: 1024 coarse snakes (6068 rows) on an H100's 132 multiprocessors at 128 threads
+    (at 512 only 264 fit at once); 256 of them still at 512, 512 at 256; never below 128 (4096 vines of 240
+    rows), never on the CPU (no multiprocessors: a block is one thread there)."""
+    from softsnake.linear_solve import whole_solve_threads
+
+    assert whole_solve_threads(6068, 1024, 132) == 128
+    assert whole_solve_threads(6068, 256, 132) == 512 and whole_solve_threads(6068, 512, 132) == 256
+    assert whole_solve_threads(28332, 1024, 132) == 128 and whole_solve_threads(28332, 32, 132) == 512
+    assert whole_solve_threads(240, 4096, 132) == whole_solve_threads(240) == 128
+    assert whole_solve_threads(6068, 1024, 0) == whole_solve_threads(6068) == 512
