@@ -25,6 +25,8 @@ relative residual and its difference from the first solver's (per_world for worl
 a snake) (same iterates: float round-off).
 
     python experiments/gpu_linear_solvers.py [--device cuda] [--cases snake:1,snake:32,vine:1,vine:4096]
+
+A case "coarse:N" solves the system of N coarse-mesh snakes, the mesh of ``softsnake gait``.
 """
 
 import argparse
@@ -70,10 +72,11 @@ def jacobi(x: wp.array(dtype=float), y: wp.array(dtype=float), inv_diagonal: wp.
     z[i] = alpha * inv_diagonal[i] * x[i] + beta * y[i]
 
 
-def snake_system(snakes, device):
-    """A solver holding the last Newton system of ``snakes`` paper-mesh snakes after 3 gait frames."""
-    config = load_snake_config(resolution="paper")
-    model, handle, count = case_model(snakes, config, "paper", device)
+def snake_system(snakes, device, resolution="paper"):
+    """A solver holding the last Newton system of ``snakes`` snakes of the ``resolution`` mesh (paper; coarse:
+    the gait's) after 3 gait frames."""
+    config = load_snake_config(resolution=resolution)
+    model, handle, count = case_model(snakes, config, resolution, device)
     solver = snake_solver(model, **PAPER_BUDGET, capture_graph=False, check_finite=False)
     state, control = model.state(), model.control()
     command = gait_command(GaitParams(snake_count=count), 0.1, handle.link_count)
@@ -94,6 +97,11 @@ def vine_system(vines, device, links=15):
     for _ in range(20):
         batch.step(scene.sim.dt)
     return batch.solver
+
+
+SYSTEMS = {"snake": snake_system, "coarse": lambda snakes, device: snake_system(snakes, device, "coarse"),
+           "vine": vine_system}
+"""The cases' systems by name: paper-mesh snakes (Table II's), coarse-mesh snakes (the gait's), vines."""
 
 
 def operator_of(solver):
@@ -178,7 +186,7 @@ def measure(solver, replays, repeats):
         else:
             solver.linear_solver, _, threads = variant.partition(":")
             if threads:  # a block size other than whole_solve_threads' choice
-                linear_solve.whole_solve_threads = lambda rows, threads=int(threads): threads
+                linear_solve.whole_solve_threads = lambda *_, threads=int(threads): threads
             commands = solve_commands(solver)
             linear_solve.whole_solve_threads = CHOSEN_BLOCK_THREADS
 
@@ -200,8 +208,8 @@ def parse_cases(text):
     cases = []
     for item in text.split(","):
         kind, _, count = item.partition(":")
-        if kind not in ("snake", "vine") or not count.isdigit() or int(count) < 1:
-            raise argparse.ArgumentTypeError(f"cases are snake:N or vine:N, got {item!r}")
+        if kind not in SYSTEMS or not count.isdigit() or int(count) < 1:
+            raise argparse.ArgumentTypeError(f"cases are snake:N, coarse:N or vine:N, got {item!r}")
         cases.append((kind, int(count)))
     return cases
 
@@ -218,7 +226,7 @@ def main(argv=None):
     print(f"{'case':>12s} {'worlds':>6s} {'rows':>9s} {'largest':>8s} | {'solver':>9s} {'ms/solve':>9s} "
           f"{'rel. res.':>9s} {'vs first':>12s}")
     for kind, count in args.cases:
-        solver = snake_system(count, args.device) if kind == "snake" else vine_system(count, args.device)
+        solver = SYSTEMS[kind](count, args.device)
         m = solver.model
         largest = m.largest_world_rows
         for variant, (seconds, residual, difference) in measure(solver, args.replays, args.repeats).items():

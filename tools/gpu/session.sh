@@ -10,6 +10,7 @@
 #   bash tools/gpu/session.sh solvers vines      # the linear solvers alone; the vines with all three solvers
 #   bash tools/gpu/session.sh gait               # softsnake gait --device cuda --snakes 1024 --seconds 10
 #   bash tools/gpu/session.sh gait_start tests   # the same gait in the background (it outlives the call), the suite beside it
+#   bash tools/gpu/session.sh gait_wait          # a later call: wait for that gait (up to STAGE_SECONDS), not stopping it
 #   bash tools/gpu/session.sh gait_collect table2 # a later call: wait for that gait, bring back what it wrote
 #   bash tools/gpu/session.sh worlds             # do identical worlds stay identical (gpu_world_independence.py)
 #
@@ -25,7 +26,8 @@
 # (gait_start: wall seconds after which the background gait interrupts itself, keeping its partial files; default
 # 720), TEST_DEVICES (the
 # suite's SOFTSNAKE_TEST_DEVICES) and DEVICE (the benchmarks' and the gait's): both cuda by default, cpu for a
-# dry run of a stage here; TABLE2_CASES (table2's --cases) and VINES_ARGS (vine_runtime.py's options but
+# dry run of a stage here; TABLE2_CASES (table2's --cases), SOLVERS_CASES (solvers' --cases: coarse:1024 is the
+# gait's system) and VINES_ARGS (vine_runtime.py's options but
 # --device and --out) for a shorter stage; TESTS (pytest's test paths, default all: the files a cut run
 # left unrun first, say); TESTS_FILE (a file of test node ids, one per line, instead of TESTS: a cut run
 # leaves the tests it did not reach in $STASH/unrun.txt and $OUT/unrun.txt).
@@ -43,6 +45,7 @@ GAIT_LIMIT=${GAIT_LIMIT:-720}
 DEVICE=${DEVICE:-cuda}
 TEST_DEVICES=${TEST_DEVICES:-$DEVICE}
 TABLE2_CASES=${TABLE2_CASES:-0.25,1,10,32,128,256,1024}
+SOLVERS_CASES=${SOLVERS_CASES:-snake:1,snake:32,vine:1,vine:4096}
 TESTS=${TESTS:-}
 TESTS_FILE=${TESTS_FILE:-}
 VINES_ARGS=${VINES_ARGS:---links 15 --sizes 1,256,4096 --bodies 30 --linear-solvers per_world,block,batched}
@@ -173,7 +176,7 @@ table2() {
 
 solvers() {
     use_payload
-    experiment solvers experiments/gpu_linear_solvers.py --device "$DEVICE" --cases snake:1,snake:32,vine:1,vine:4096
+    experiment solvers experiments/gpu_linear_solvers.py --device "$DEVICE" --cases "$SOLVERS_CASES"
 }
 
 vines() {
@@ -211,19 +214,34 @@ gait_start() {
     echo "gait_start: $SNAKES snakes for $GAIT_SECONDS s in the background (stops itself after $GAIT_LIMIT s): $dir"
 }
 
+# Waits up to STAGE_SECONDS for gait_start's run to end, naming its progress every minute (STAGE is the name printed).
+wait_for_gait() {
+    local dir="$STASH/gait" waited=0
+    while [ ! -f "$dir/rc" ] && [ "$waited" -lt "$STAGE_SECONDS" ]; do
+        sleep 5
+        waited=$((waited + 5))
+        [ $((waited % 60)) -eq 0 ] && echo "$1: ${waited} s: $(tail -c 300 "$dir/log" | tr '\r' '\n' | tail -1)"
+    done
+    return 0
+}
+
+# Waits up to STAGE_SECONDS for gait_start's run without stopping it: a call spent waiting, so that a gait longer
+# than one call's limit runs on into the next call's gait_collect.
+gait_wait() {
+    [ -f "$STASH/gait/pid" ] || { echo "gait_wait: no gait was started ($STASH/gait)"; return 1; }
+    wait_for_gait gait_wait
+    if [ -f "$STASH/gait/rc" ]; then echo "gait_wait: the gait ended"; else echo "gait_wait: the gait runs on"; fi
+}
+
 # Waits up to STAGE_SECONDS for gait_start's run (interrupting it then, which keeps its partial files), and brings
 # back its printout, a listing of every file it wrote (sizes and sha256), its plot and animation, and the CSV rows
 # of snakes 0, SNAKES/2 and SNAKES-1 (the whole CSV of 1024 snakes is ~230 MB, more than a call brings back).
 gait_collect() {
-    local dir="$STASH/gait" waited=0
+    local dir="$STASH/gait"
     [ -f "$dir/pid" ] || { echo "gait_collect: no gait was started ($dir)"; return 1; }
-    while [ ! -f "$dir/rc" ] && [ "$waited" -lt "$STAGE_SECONDS" ]; do
-        sleep 5
-        waited=$((waited + 5))
-        [ $((waited % 60)) -eq 0 ] && echo "gait_collect: ${waited} s: $(tail -c 300 "$dir/log" | tr '\r' '\n' | tail -1)"
-    done
+    wait_for_gait gait_collect
     if [ ! -f "$dir/rc" ]; then
-        echo "gait_collect: still running after ${waited} s: interrupted (its partial files are kept)"
+        echo "gait_collect: still running after $STAGE_SECONDS s: interrupted (its partial files are kept)"
         pkill -INT -s "$(cat "$dir/pid")" -x timeout  # timeout passes the interrupt on to the gait
         for _ in $(seq 60); do [ -f "$dir/rc" ] && break; sleep 1; done
     fi
@@ -244,7 +262,7 @@ gait_collect() {
     tar -C "$OUT" -czf "$OUT/gait.tar.gz" gait && rm -rf "$pack"
 }
 
-STAGES="stash install warm tests table2 solvers vines worlds gait gait_start gait_collect"
+STAGES="stash install warm tests table2 solvers vines worlds gait gait_start gait_wait gait_collect"
 [ $# -gt 0 ] || { sed -n '2,22p' "$0"; exit 2; }
 for stage in "$@"; do
     if [[ " $STAGES " == *" $stage "* ]]; then
