@@ -88,8 +88,8 @@ def block_threads(rows):
 
 BLOCK_SOLVER_RESIDENT_THREADS = 1024
 """Threads of ``cr_solve_block_per_world`` that one multiprocessor holds at once, in blocks of 256 or 512: the
-kernel takes 56 registers per thread on sm_90 (experiments/kernel_registers.py) of a multiprocessor's 65 536,
-so 2 blocks of 512, 4 of 256 (9 of 128)."""
+kernel takes 64 registers per thread on sm_90 (experiments/kernel_registers.py) of a multiprocessor's 65 536,
+so 2 blocks of 512, 4 of 256, 8 of 128."""
 
 WAVE_LEAST_THREADS = 128
 """``whole_solve_threads`` shrinks a block to fit every world at once down to this many threads, not below: at
