@@ -364,22 +364,15 @@ def world_inverse_mass_transpose(
             k += stride
     else:
         while k < 2 * bodies:
-            if k < bodies:  # linear: u = g / m
-                b = body_begin + k
-                base = nonnegative(3 * particle_count + 6 * b)
-                g = gather_transpose_block(JT_offsets, JT_ends, JT_columns, JT_values, x, base, base + 1, base + 2,
-                                           0, 1)
-                lin = g * body_inv_mass[b]
-                for c in range(3):
-                    u[base + c] = lin[c]
-            else:  # angular: u = I^-1 g
-                b = body_begin + k - bodies
-                base = nonnegative(3 * particle_count + 6 * b)
-                g = gather_transpose_block(JT_offsets, JT_ends, JT_columns, JT_values, x, base + 3, base + 4, base + 5,
-                                           0, 1)
-                ang = body_inv_inertia_world[b] * g
-                for c in range(3):
-                    u[base + 3 + c] = ang[c]
+            half = k // bodies  # 0: the body's linear columns, u = g / m; 1: its angular ones, u = I^-1 g
+            b = body_begin + k - half * bodies
+            c = nonnegative(3 * particle_count + 6 * b + 3 * half)
+            g = gather_transpose_block(JT_offsets, JT_ends, JT_columns, JT_values, x, c, c + 1, c + 2, 0, 1)
+            v = g * body_inv_mass[b]
+            if half != 0:
+                v = body_inv_inertia_world[b] * g
+            for i in range(3):
+                u[c + i] = v[i]
             k += stride
 
 
