@@ -190,11 +190,13 @@ worlds() {
     experiment worlds experiments/gpu_world_independence.py --device "$DEVICE" --out "$OUT/worlds"
 }
 
+# The gait command of both gait stages (the output folder is each stage's own).
+gait_command=("$PYTHON" -m softsnake gait --device "$DEVICE" --snakes "$SNAKES" --seconds "$GAIT_SECONDS")
+
 gait() {
     use_payload
     local dir="$OUT/gait"
-    timeout --signal=INT "$STAGE_SECONDS" "$PYTHON" -m softsnake gait --device "$DEVICE" --snakes "$SNAKES" \
-        --seconds 10 --out "$dir" 2>&1 | tee "$OUT/gait.log"
+    timeout --signal=INT "$STAGE_SECONDS" "${gait_command[@]}" --out "$dir" 2>&1 | tee "$OUT/gait.log"
     tar -C "$OUT" -czf "$OUT/gait.tar.gz" gait && rm -rf "$dir"
 }
 
@@ -208,8 +210,7 @@ gait_start() {
     mkdir -p "$dir"
     setsid bash -c 'dir=$1; shift; echo $$ > "$dir/pid"
                     timeout --signal=INT "$@" > "$dir/log" 2>&1; echo $? > "$dir/rc"' \
-        _ "$dir" "$GAIT_LIMIT" "$PYTHON" -m softsnake gait --device "$DEVICE" --snakes "$SNAKES" \
-        --seconds "$GAIT_SECONDS" --out "$dir/out" < /dev/null > /dev/null 2>&1 &
+        _ "$dir" "$GAIT_LIMIT" "${gait_command[@]}" --out "$dir/out" < /dev/null > /dev/null 2>&1 &
     sleep 2
     echo "gait_start: $SNAKES snakes for $GAIT_SECONDS s in the background (stops itself after $GAIT_LIMIT s): $dir"
 }
