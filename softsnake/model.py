@@ -13,6 +13,7 @@ import numpy as np
 import warp as wp
 
 from .constraints import field_docs
+from .errors import ConfigError
 from .spatial import quat_to_matrix
 
 
@@ -38,12 +39,48 @@ class State:
         the same way whichever solver steps it (``Solver.reset`` clears chosen worlds)."""
         self.multiplier_step: float = 0.0
         """Substep length [s] the multipliers belong to; 0 when there are none (the next substep starts cold)."""
+        self.multiplier_pressure: wp.array = wp.zeros(max(model.pressure_channel_count, 1), dtype=float,
+                                                      device=model.device)
+        """Chamber pressure of every pressure channel the multipliers were computed under [Pa], float, shape
+        (pressure_channel_count,): the elastic warm start keeps carried soft-body forces more cautiously in a
+        world whose pressures changed since (``Solver``'s ``elastic_warm_start``), so a state carries them too."""
+
+    ARRAYS = ("particle_q", "particle_qd", "particle_f", "body_q", "body_qd", "body_f", "multipliers",
+              "multiplier_pressure")
+    """The names of a state's arrays: everything a step reads from the state, with ``multiplier_step``."""
 
     def assign(self, other):
         """Copy positions, velocities and carried multipliers (not forces) from another state of the same model."""
-        for name in ("particle_q", "particle_qd", "body_q", "body_qd", "multipliers"):
+        for name in ("particle_q", "particle_qd", "body_q", "body_qd", "multipliers", "multiplier_pressure"):
             wp.copy(getattr(self, name), getattr(other, name))
         self.multiplier_step = other.multiplier_step
+
+    def numpy(self):
+        """Every array of the state (``ARRAYS``) as a NumPy copy, and ``multiplier_step`` [s]: what a run needs to
+        go on later from here, bit for bit (``assign_numpy``; ``Solver.step`` keeps nothing else between steps
+        that changes a trajectory)."""
+        arrays = {name: getattr(self, name).numpy().copy() for name in self.ARRAYS}
+        arrays["multiplier_step"] = np.float64(self.multiplier_step)
+        return arrays
+
+    def assign_numpy(self, arrays):
+        """Set the whole state from ``numpy()``'s dictionary (a state of the same model); ConfigError naming the
+        first array that is missing or has another shape or type, before anything is set."""
+        for name in self.ARRAYS:
+            target = getattr(self, name)
+            value = arrays.get(name)
+            expected = target.numpy()
+            if value is None:
+                raise ConfigError(f"state array {name} is missing")
+            value = np.asarray(value)
+            if value.shape != expected.shape or value.dtype != expected.dtype:
+                raise ConfigError(f"state array {name} has shape {value.shape} and type {value.dtype}, this model's "
+                                  f"{expected.shape} and {expected.dtype}")
+        if "multiplier_step" not in arrays:
+            raise ConfigError("state value multiplier_step is missing")
+        for name in self.ARRAYS:
+            getattr(self, name).assign(np.asarray(arrays[name]))
+        self.multiplier_step = float(arrays["multiplier_step"])
 
 
 class Control:

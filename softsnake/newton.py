@@ -102,7 +102,7 @@ def elastic_start_commands(solver, state, control, h):
     a substep's end can have a few times the merit of the first start (zero soft multipliers), and a world
     that always kept the lower would then never leave the first start's biased rest (a stand at 8 x 100). A
     world whose chamber pressures changed since the last substep (``multipliers.stale_second_starts``, against
-    ``solver.pressure_carried``) keeps the second start only where it begins lower: its carried forces
+    ``state.multiplier_pressure``) keeps the second start only where it begins lower: its carried forces
     balanced other rest lengths."""
     m, s = solver.model, solver
     merit = [system_commands(s, state, control, h)
@@ -115,9 +115,9 @@ def elastic_start_commands(solver, state, control, h):
                copy_command(state.multipliers, s.lam_carried)]
             + balance_commands(s, state) + merit[1]
             + [s.record(multipliers.stale_second_starts, m.world_count, [
-                   m.pressure_channel_world_start_device, control.pressure, s.pressure_carried],
+                   m.pressure_channel_world_start_device, control.pressure, state.multiplier_pressure],
                    outputs=[s.start_stale]),
-               copy_command(s.pressure_carried, control.pressure),
+               copy_command(state.multiplier_pressure, control.pressure),
                s.record(multipliers.keep_first_start_rows, m.row_count, [
                    m.row_world, s.merit_start_first, s.merit_start_second, s.start_stale, s.lam_start_first],
                    outputs=[state.multipliers]),

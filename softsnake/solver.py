@@ -213,7 +213,7 @@ class Solver:
         self.particle_q_start_first = zeros(m.particle_count, wp.vec3)
         self.body_q_start_first = zeros(m.body_count, wp.transform)
         self.merit_start_first, self.merit_start_second = zeros(m.world_count), zeros(m.world_count)
-        self.start_stale, self.pressure_carried = zeros(m.world_count, int), zeros(max(m.pressure_channel_count, 1))
+        self.start_stale = zeros(m.world_count, int)
 
     # ------------------------------------------------------------------ public
     def step(self, state_in, state_out, control, dt):
@@ -264,7 +264,8 @@ class Solver:
 
     def reset(self, state, world_mask=None):
         """Start the chosen worlds of ``state`` again: the model's initial positions and velocities, no
-        external forces, no carried multipliers (their next substep starts cold).
+        external forces, no carried multipliers (their next substep starts cold) and no pressures they were computed
+        under.
 
         world_mask: booleans, one per world (None: every world).
         """
@@ -275,7 +276,8 @@ class Solver:
             raise ConfigError(f"world_mask must hold {m.world_count} booleans (one per world), got shape {mask.shape}")
         initial = m.state()
         for kind, names in (("particle", ("particle_q", "particle_qd", "particle_f")),
-                            ("body", ("body_q", "body_qd", "body_f")), ("row", ("multipliers",))):
+                            ("body", ("body_q", "body_qd", "body_f")), ("row", ("multipliers",)),
+                            ("pressure_channel", ("multiplier_pressure",))):
             worlds = getattr(m, f"{kind}_world_start")
             keep = np.repeat(~mask, np.diff(worlds))
             for name in names:
@@ -307,6 +309,18 @@ class Solver:
         """Start ``newton_counts`` from zero."""
         for counts in self._newton_count_arrays:
             counts.zero_()
+
+    def add_newton_counts(self, counts):
+        """Add the per-world counts of an earlier run (``NewtonCounts``, of the same worlds) to this solver's: a
+        run that goes on from a saved state reports its whole length."""
+        for name, target in zip(NewtonCounts.COUNTS, self._newton_count_arrays):
+            earlier = np.asarray(getattr(counts, name))
+            if earlier.shape != (self.model.world_count,):
+                raise ConfigError(f"newton counts {name} hold {earlier.shape} values, not one per world "
+                                  f"({self.model.world_count})")
+            total = target.numpy()
+            total[:self.model.world_count] += earlier.astype(total.dtype)
+            target.assign(total)
 
     def reset_profile(self):
         """Set every phase time of ``profile_seconds`` back to 0."""
@@ -384,7 +398,8 @@ class Solver:
     @staticmethod
     def _keyed_arrays(state, control):
         return (state.particle_q, state.particle_qd, state.particle_f, state.body_q, state.body_qd, state.body_f,
-                state.multipliers, control.pressure, control.joint_target, control.prismatic_rate)
+                state.multipliers, state.multiplier_pressure, control.pressure, control.joint_target,
+                control.prismatic_rate)
 
     def _recording_key_of(self, state, control, h):
         """What the recorded launches depend on: the substep length, the settings, the gravity and the arrays."""
