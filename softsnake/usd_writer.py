@@ -7,7 +7,9 @@ Xforms (``/World/snake_003/link_1``) so a batch of robots laid side by side stay
 Files are never corrupt: the stage lives in ``<stem>.partial<ext>`` next to the final path while
 recording (saved every ``flush_every`` frames, so a killed process leaves a readable partial file
 up to the last flush) and is renamed onto the final path only when recording ends normally. The
-file format follows the extension: ``.usda`` text, ``.usdc`` or ``.usd`` binary crate.
+file format follows the extension: ``.usda`` text, ``.usdc`` or ``.usd`` binary crate. A recording
+that was interrupted goes on in its partial file (``reopen_after``): a run continued from a saved
+state adds its scene again, which then finds the prims that are there, and writes the frames after it.
 
 Quaternions come in Warp's (x, y, z, w) order; positions and sizes are given in metres [m] and
 written in stage units (divided by ``meters_per_unit``).
@@ -104,10 +106,13 @@ class UsdRecorder:
     ``path``: final file (.usda, .usdc or .usd); ``fps``: frames per second [1/s], also the
     time codes per second; ``up_axis``: "Z" or "Y"; ``meters_per_unit``: length of one stage
     unit [m] (inputs stay in metres and are converted when written);
-    ``flush_every``: save the partial file every this many frames.
+    ``flush_every``: save the partial file every this many frames;
+    ``reopen_after``: None (a new recording), or go on with the partial file an interrupted recorder of
+    ``path`` left: every time sample after this time [s] is removed, and the ``add_*`` methods return
+    the prims that are there (the same scene added again) instead of adding new ones.
     """
 
-    def __init__(self, path, *, fps=60.0, up_axis="Z", meters_per_unit=1.0, flush_every=100):
+    def __init__(self, path, *, fps=60.0, up_axis="Z", meters_per_unit=1.0, flush_every=100, reopen_after=None):
         self.path = os.path.abspath(os.fspath(path))
         stem, ext = os.path.splitext(self.path)
         if ext not in USD_EXTENSIONS:
@@ -124,7 +129,17 @@ class UsdRecorder:
         self._units_per_meter = 1.0 / meters_per_unit
         self.flush_every = positive_integer("flush_every", flush_every)
         self.partial_path = f"{stem}.partial{ext}"
-
+        self._groups = set()
+        self._meshes = {}
+        self._bodies = {}
+        self.frame_count = 0
+        self.last_time_code = None
+        self.closed = False
+        self.reopened = reopen_after is not None
+        """Whether this recorder goes on with an interrupted recording's partial file."""
+        if self.reopened:
+            self._reopen(reopen_after, meters_per_unit)
+            return
         try:
             self._stage = Usd.Stage.CreateNew(self.partial_path)
         except Tf.ErrorException as exc:
@@ -139,13 +154,49 @@ class UsdRecorder:
         world = UsdGeom.Xform.Define(self._stage, "/World")
         self._stage.SetDefaultPrim(world.GetPrim())
         self._world = GroupHandle("/World")
+        self._groups.add(self._world)
 
-        self._groups = {self._world}
-        self._meshes = {}
-        self._bodies = {}
-        self.frame_count = 0
-        self.last_time_code = None
-        self.closed = False
+    def _reopen(self, after, meters_per_unit):
+        """Open the partial file, check its units and rate, and remove its time samples after ``after`` [s]."""
+        if not os.path.isfile(self.partial_path):
+            raise UsageError(f"no partial USD file {self.partial_path} to go on with")
+        try:
+            self._stage = Usd.Stage.Open(self.partial_path)
+        except Tf.ErrorException as exc:
+            raise UsageError(f"cannot open {self.partial_path}: {exc}") from exc
+        self._layer = self._stage.GetRootLayer()
+        if (self._stage.GetTimeCodesPerSecond() != self.fps
+                or UsdGeom.GetStageMetersPerUnit(self._stage) != meters_per_unit):
+            raise UsageError(f"{self.partial_path} was recorded at {self._stage.GetTimeCodesPerSecond():g} frames per "
+                             f"second and {UsdGeom.GetStageMetersPerUnit(self._stage):g} m per unit, not {self.fps:g} "
+                             f"and {meters_per_unit:g}")
+        last = self._time_code(None, after)
+        kept = set()
+        with Sdf.ChangeBlock():
+            for prim in self._stage.Traverse():
+                for attribute in prim.GetAttributes():
+                    for code in attribute.GetTimeSamples():
+                        if code > last:
+                            self._layer.EraseTimeSample(attribute.GetPath(), code)
+                        else:
+                            kept.add(code)
+        if last not in kept:
+            raise UsageError(f"{self.partial_path} has no frame at {after:g} s to go on from (it ends at "
+                             f"{max(kept, default=0.0) / self.fps:g} s)")
+        self.frame_count = len(kept)
+        self.last_time_code = last
+        self._stage.SetEndTimeCode(last)
+        self._world = GroupHandle(self._stage.GetDefaultPrim().GetPath().pathString)
+        self._groups.add(self._world)
+
+    def _found(self, path):
+        """The prim at ``path`` of a reopened recording (None for a new one); ConfigError if it is not there."""
+        if not self.reopened:
+            return None
+        prim = self._stage.GetPrimAtPath(path)
+        if not prim:
+            raise ConfigError(f"{path} is not in the partial file {self.partial_path}: another scene?")
+        return prim
 
     # ----------------------------------------------------------------------------- lifetime
 
@@ -202,7 +253,7 @@ class UsdRecorder:
         if not isinstance(name, str) or not Sdf.Path.IsValidIdentifier(name):
             raise ConfigError(f"prim name {name!r} must be a valid identifier (letters, digits, _)")
         path = f"{parent.path}/{name}"
-        if self._stage.GetPrimAtPath(path):
+        if self._stage.GetPrimAtPath(path) and not self.reopened:
             raise ConfigError(f"prim {path} already exists")
         return path
 
@@ -246,7 +297,8 @@ class UsdRecorder:
     def add_group(self, name, *, parent=None):
         """Add an Xform named ``name`` under ``parent`` (None: /World); returns a GroupHandle."""
         path = self._child_path(name, parent)
-        UsdGeom.Xform.Define(self._stage, path)
+        if self._found(path) is None:
+            UsdGeom.Xform.Define(self._stage, path)
         handle = GroupHandle(path)
         self._groups.add(handle)
         return handle
@@ -254,6 +306,8 @@ class UsdRecorder:
     def add_ground(self, *, size=100.0, name="ground", color=(0.5, 0.5, 0.5)):
         """Add a square ground quad of side ``size`` [m] through the origin, normal to the up axis."""
         path = self._child_path(name, None)
+        if self._found(path) is not None:
+            return path
         half = positive_number("ground size", size) / 2.0 * self._units_per_meter
         color = _check_color(path, color)
         corners = [(-half, -half), (half, -half), (half, half), (-half, half)]
@@ -274,6 +328,8 @@ class UsdRecorder:
                        color=None, parent=None):
         """Add a fixed box: ``center`` [m], ``half_extents`` [m], rotation as (x, y, z, w)."""
         path = self._child_path(name, parent)
+        if self._found(path) is not None:
+            return path
         center = _check_vector(f"{path} center", center, 3) * self._units_per_meter
         orient = _quat_xyzw_to_usd(f"{path} rotation", rotation_quat_xyzw)
         color = _check_color(path, color)
@@ -288,6 +344,8 @@ class UsdRecorder:
     def add_static_cylinder(self, name, center, radius, height, axis="Z", *, color=None, parent=None):
         """Add a fixed cylinder: ``center`` [m], ``radius`` [m], full ``height`` [m] along ``axis``."""
         path = self._child_path(name, parent)
+        if self._found(path) is not None:
+            return path
         center = _check_vector(f"{path} center", center, 3) * self._units_per_meter
         color = _check_color(path, color)
         gprim, _ = self._define_shape(path, "cylinder", half_extents=None, radius=radius, height=height,
@@ -302,6 +360,12 @@ class UsdRecorder:
         ``faces``: (k, 3) vertex indices; ``points``: (n, 3) initial positions [m].
         """
         path = self._child_path(name, parent)
+        prim = self._found(path)
+        if prim is not None:
+            mesh = UsdGeom.Mesh(prim)
+            handle = MeshHandle(path, len(mesh.GetPointsAttr().Get(Usd.TimeCode.Default())))
+            self._meshes[handle] = (mesh.GetPointsAttr().GetPath(), mesh.GetExtentAttr().GetPath())
+            return handle
         faces = np.asarray(faces)
         if faces.ndim != 2 or faces.shape[1] != 3 or faces.shape[0] == 0:
             raise ConfigError(f"{path} faces must have shape (k, 3) with k > 0, got {faces.shape}")
@@ -332,6 +396,12 @@ class UsdRecorder:
         its two hemispherical caps, as in UsdGeom). The shape is centred on the body origin.
         """
         path = self._child_path(name, parent)
+        prim = self._found(path)
+        if prim is not None:
+            ops = {op.GetOpType(): op.GetAttr().GetPath() for op in UsdGeom.Xformable(prim).GetOrderedXformOps()}
+            handle = BodyHandle(path, shape)
+            self._bodies[handle] = (ops[UsdGeom.XformOp.TypeTranslate], ops[UsdGeom.XformOp.TypeOrient])
+            return handle
         color = _check_color(path, color)
         gprim, scale = self._define_shape(path, shape, half_extents=half_extents, radius=radius, height=height,
                                           axis=axis)

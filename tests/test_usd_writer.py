@@ -35,9 +35,11 @@ def body_pose_at(robot, link, frame):
     return np.array([0.5 * robot, 0.2 * link, 0.02 * frame]), quat_z(0.1 * frame + link)
 
 
-def record_two_robots(path, *, frames=FRAMES, fail_after=None, flush_every=100):
-    """Record two robots (mesh + capsule + box each) and static scenery; raise after ``fail_after`` frames."""
-    with UsdRecorder(path, fps=FPS, flush_every=flush_every) as rec:
+def record_two_robots(path, *, frames=FRAMES, fail_after=None, flush_every=100, reopen_after=None):
+    """Record two robots (mesh + capsule + box each) and static scenery; raise after ``fail_after`` frames;
+    ``reopen_after`` [s]: go on with the partial file from the frame after this time."""
+    first = 0 if reopen_after is None else round(reopen_after * FPS) + 1
+    with UsdRecorder(path, fps=FPS, flush_every=flush_every, reopen_after=reopen_after) as rec:
         rec.add_ground(size=20.0)
         rec.add_static_box("wall", (1.0, 2.0, 3.0), (1.0, 2.0, 3.0), quat_z(math.pi / 2.0))
         rec.add_static_cylinder("post", (0.0, -1.0, 0.5), 0.5, 2.0, axis="X")
@@ -48,7 +50,7 @@ def record_two_robots(path, *, frames=FRAMES, fail_after=None, flush_every=100):
                                        parent=group))
             bodies.append(rec.add_body("link_0", "capsule", radius=0.05, height=0.2, axis="X", parent=group))
             bodies.append(rec.add_body("link_1", "box", half_extents=(0.1, 0.05, 0.02), parent=group))
-        for frame in range(frames):
+        for frame in range(first, frames):
             if frame == fail_after:
                 raise RuntimeError("simulated crash")
             rec.write_frame(
@@ -132,6 +134,40 @@ def test_interrupted_run_leaves_only_partial_file(tmp_path):
     points_attr = stage.GetAttributeAtPath("/World/snake_001/skin.points")
     assert points_attr.GetTimeSamples() == [0.0, 1.0, 2.0]
     np.testing.assert_allclose(np.array(points_attr.Get(2.0)), mesh_points_at(1, 2), atol=TOL)
+
+
+def _samples(path):
+    stage = Usd.Stage.Open(str(path))
+    return stage.GetEndTimeCode(), {str(attribute.GetPath()): [(code, np.asarray(attribute.Get(code)).tolist())
+                                                               for code in attribute.GetTimeSamples()]
+                                    for prim in stage.Traverse() for attribute in prim.GetAttributes()}
+
+
+def test_an_interrupted_recording_goes_on_in_its_partial_file(tmp_path):
+    """Reopened after frame 1 of the 4 an interrupted recording saved, the same scene added again finds its prims,
+    frames 2 .. 3 are dropped and written again with frame 4: the file of a recording never interrupted."""
+    record_two_robots(tmp_path / "straight.usdc")
+    path = tmp_path / "resumed.usdc"
+    with pytest.raises(RuntimeError, match="simulated crash"):
+        record_two_robots(path, fail_after=4)
+    rec = record_two_robots(path, reopen_after=1.0 / FPS)
+    assert rec.reopened and not (tmp_path / "resumed.partial.usdc").exists()
+    assert _samples(path) == _samples(tmp_path / "straight.usdc")
+
+
+def test_reopening_names_what_is_wrong(tmp_path):
+    path = tmp_path / "run.usdc"
+    with pytest.raises(UsageError, match="no partial USD file .*run.partial.usdc to go on with"):
+        UsdRecorder(path, fps=FPS, reopen_after=0.0)
+    with pytest.raises(RuntimeError, match="simulated crash"):
+        record_two_robots(path, fail_after=3)
+    with pytest.raises(UsageError, match="recorded at 30 frames per second and 1 m per unit, not 60 and 1"):
+        UsdRecorder(path, fps=60.0, reopen_after=0.0)
+    with pytest.raises(UsageError, match="has no frame at 0.1 s to go on from \\(it ends at 0.0666667 s\\)"):
+        UsdRecorder(path, fps=FPS, reopen_after=0.1)
+    with UsdRecorder(path, fps=FPS, reopen_after=1.0 / FPS) as rec:
+        with pytest.raises(ConfigError, match="/World/snake_002 is not in the partial file"):
+            rec.add_group("snake_002")
 
 
 def test_flush_leaves_readable_partial_file_while_recording(tmp_path):

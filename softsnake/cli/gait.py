@@ -12,9 +12,12 @@ every snake's centre-of-mass path) and ``gait.gif`` (the snakes from above and i
 a close-up that follows the middle pictured snake: its links' bending, modules and wheels). The
 USD scene and the GIF show the first ``--pictured-snakes`` snakes (default 16): pictures of a thousand
 snakes take gigabytes and most of a GPU run's time (experiments/results/gpu.md, section 4).
-A run that is interrupted (Ctrl-C) or in which a snake blows up keeps what it computed as
+A run that is interrupted (Ctrl-C or SIGTERM) or in which a snake blows up keeps what it computed as
 ``gait.partial.usdc``, ``trajectories.partial.csv``, ``trajectories.partial.png`` and
 ``gait.partial.gif``, and names them; in one process it also prints how the substeps so far ended.
+Interrupted in one process, it first finishes the frame in progress (a second interrupt stops at once) and
+also keeps ``gait.resume.npz``: the same command with ``--resume`` goes on from there and writes the whole
+run's files, bit for bit those of a run never stopped (``softsnake.cli.gait_resume``).
 
 On the CPU, ``--workers W`` steps the snakes in W processes at once (0: one per CPU core; default 1,
 this process alone): the same outputs bit for bit (softsnake.robots.snake.workers), in about 1/W of
@@ -43,7 +46,9 @@ from softsnake.robots.snake.simulation import SNAKE_BUDGET, SnakeSimulation, est
 from softsnake.robots.snake.trajectories import CSV_NAME, write_trajectories_csv
 from softsnake.units import pa_to_psi, psi_to_pa
 
-from .common import (add_snake_config_option, check_at_least, check_device, check_positive, check_run_size, duration_text, make_output_folder, snake_config)
+from . import gait_resume
+from .common import (add_snake_config_option, check_at_least, check_device, check_positive, check_run_size, duration_text,
+                     make_output_folder, output_folder, snake_config)
 from .workers import add_workers_option, check_workers, cores_used, worker_processes
 
 SNAKES_DEFAULT = 3
@@ -100,6 +105,9 @@ def add_arguments(parser):
                         help="solver budget per substep: N Newton x L conjugate residual iterations at most "
                              "(default: the snake's 8x40, whose travels lie about 1 %% from converged ones; 16x160 "
                              "is the converged reference, several times slower)")
+    parser.add_argument("--resume", action="store_true",
+                        help="go on with the interrupted run in --out DIR (its gait.resume.npz) and write the whole "
+                             "run's files; give the interrupted run's options")
     parser.add_argument("--pictured-snakes", type=int, default=PICTURED_SNAKES_DEFAULT,
                         help="the first N snakes go into the USD scene and the GIF; all into the CSV and the "
                              "summary (0: all; default: %(default)s)")
@@ -250,6 +258,12 @@ def run(args):
     config = snake_config(args)
     check_device(args.device, getattr(args, "verbose", False))
     frames, wall_estimate = _check_size(args, budget)
+    settings = gait_resume.run_settings(args, gait, budget, config)
+    resume = None
+    if args.resume:
+        if args.workers != 1:
+            raise UsageError("--resume goes on in one process: leave out --workers (or give --workers 1)")
+        resume = gait_resume.load(output_folder(args.out), settings)
     out = make_output_folder(args.out)
     options = {"resolution": args.resolution, "device": args.device, "gait": gait, "latency": args.latency,
                "supply_pressure": psi_to_pa(args.supply_psi), "seconds": args.seconds, "config": config,
@@ -264,11 +278,12 @@ def run(args):
     except ConfigError as exc:
         raise UsageError(str(exc)) from None
     with simulation:  # stops the worker processes, also after an interrupt
-        return _simulate(args, simulation, gait, out, wall_estimate)
+        return _simulate(args, simulation, gait, out, wall_estimate, settings, resume)
 
 
-def _simulate(args, simulation, gait, out, wall_estimate):
-    """Run the simulation and write its outputs (or, interrupted or failed, what it computed)."""
+def _simulate(args, simulation, gait, out, wall_estimate, settings, resume):
+    """Run the simulation and write its outputs (or, interrupted or failed, what it computed); ``resume``: None, or
+    the (``RunPoint``, pictures) of the interrupted run to go on from (``gait_resume.load``)."""
     usd_path = out / f"{USD_STEM}.{args.usd_format}" if args.usd else None
     labels = snake_labels(gait)
     title = (f"{args.snakes} snake(s), {args.resolution} mesh, {args.seconds:g} s, "
@@ -278,25 +293,40 @@ def _simulate(args, simulation, gait, out, wall_estimate):
         from softsnake.robots.snake.animation import SnakeAnimation
 
         animation = SnakeAnimation.for_run(simulation, pictured_snakes(args))
+    start_point = None
+    if resume is not None:
+        start_point, pictures = resume
+        if animation is not None:
+            try:
+                animation.restore(pictures)
+            except (ConfigError, KeyError, TypeError) as exc:
+                raise UsageError(f"--resume: the saved pictures: {exc}") from None
     estimate = f", about {duration_text(wall_estimate)} on this CPU" if wall_estimate is not None else ""
     if args.workers != 1:
         estimate = f", {simulation.workers} worker processes{estimate}"
-    print(f"{title}: {simulation.frame_count} frames of {simulation.dt:.6g} s{estimate}", flush=True)
+    going_on = ("" if start_point is None else
+                f", going on after frame {start_point.frame} (t = {start_point.frame * simulation.dt:.3f} s)")
+    print(f"{title}: {simulation.frame_count} frames of {simulation.dt:.6g} s{going_on}{estimate}", flush=True)
     start = timer.perf_counter()
     try:
         trajectories = simulation.run(usd_path=usd_path, usd_snakes=pictured_snakes(args), progress=True,
                                       on_frame=None if animation is None else animation.record,
-                                      on_frame_every=1 if animation is None else animation.stride)
+                                      on_frame_every=1 if animation is None else animation.stride,
+                                      start=start_point)
     except (SimulationError, KeyboardInterrupt) as exc:
         interrupted = isinstance(exc, KeyboardInterrupt)
         reached = simulation.trajectories.time[-1] if simulation.trajectories is not None else 0.0
         kept = _write_partial(out, simulation, animation, labels, title, usd_path)
+        point = getattr(simulation, "stop_point", None) if interrupted else None
+        if point is not None:
+            kept.append(gait_resume.save(out, settings, point, animation))
         what = f"interrupted at t = {reached:.3f} s" if interrupted else f"error: {exc}"
         files = ", ".join(str(path) for path in kept) if kept else "nothing (no frame was finished)"
         if args.workers == 1:  # worker processes take the same Ctrl-C and cannot answer any more
             print(simulation.newton_counts().summary("snake", study='README, "Known limitations"') + f" (up to t = "
                   f"{reached:.3f} s)", flush=True)
-        print(f"softsnake gait: {what}; kept the run up to t = {reached:.3f} s in {files}", file=sys.stderr)
+        going_on = "; the same command with --resume goes on from there" if point is not None else ""
+        print(f"softsnake gait: {what}; kept the run up to t = {reached:.3f} s in {files}{going_on}", file=sys.stderr)
         return 130 if interrupted else 1
     wall = timer.perf_counter() - start
     write_trajectories_csv(out / CSV_NAME, trajectories)
@@ -304,8 +334,11 @@ def _simulate(args, simulation, gait, out, wall_estimate):
     written = [out / CSV_NAME, out / PNG_NAME] + ([usd_path] if usd_path else [])
     if animation is not None:
         written.append(animation.write(out / GIF_NAME, title=title))
-    print(f"simulated {simulation.frame_count} frames in {wall:.1f} s wall time "
-          f"({1e3 * wall / simulation.frame_count:.1f} ms per frame)")
+    # What an interrupted run of this folder kept is now out of date (or, resumed, this run's whole files).
+    for stale in [out / gait_resume.RESUME_NAME] + [out / name for name in PARTIAL.values()]:
+        stale.unlink(missing_ok=True)
+    stepped = simulation.frame_count - (0 if start_point is None else start_point.frame)
+    print(f"simulated {stepped} frames in {wall:.1f} s wall time ({1e3 * wall / stepped:.1f} ms per frame)")
     moving = gait.frequency[gait.frequency > 0.0]
     period = 1.0 / float(moving.min()) if moving.size else args.seconds
     for line in _summary_lines(trajectories, labels, min(period, args.seconds)):

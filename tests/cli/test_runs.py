@@ -103,9 +103,11 @@ def test_interrupted_gait_keeps_a_readable_partial_usd_and_csv(tmp_path):
     assert "Traceback" not in err
     message = err.strip().splitlines()[-1]
     out_folder = tmp_path / "out"
-    for name in ("gait.partial.usdc", "trajectories.partial.csv", "trajectories.partial.png", "gait.partial.gif"):
+    for name in ("gait.partial.usdc", "trajectories.partial.csv", "trajectories.partial.png", "gait.partial.gif",
+                 "gait.resume.npz"):
         assert (out_folder / name).is_file(), name
         assert str(os.path.join("out", name)) in message, message
+    assert message.endswith("; the same command with --resume goes on from there"), message
     assert not (out_folder / "trajectories.csv").exists() and not (out_folder / "gait.usdc").exists()
     # How the substeps so far ended, on standard output (the one message of standard error stays one line).
     assert re.search(r"^Newton, budget 8 iterations .* \(up to t = [\d.]+ s\)$", out, re.MULTILINE), out

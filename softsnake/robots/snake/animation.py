@@ -7,6 +7,7 @@ import numpy as np
 from matplotlib.colors import to_rgb
 
 from softsnake.animation import CloseUp, Part, box_mesh, cylinder_mesh, frame_stride, posed, write_gif
+from softsnake.errors import ConfigError
 
 from .robot import snake_length
 
@@ -73,6 +74,22 @@ class SnakeAnimation:
     @property
     def frame_count(self):
         return len(self.times)
+
+    def recorded(self):
+        """The pictures kept so far as arrays (``restore`` takes them back: a run that goes on from a saved point)."""
+        return {"times": np.asarray(self.times), "points": np.asarray(self._points), "bodies": np.asarray(self._bodies),
+                "centers": np.asarray(self.centers)}
+
+    def restore(self, arrays):
+        """Keep the pictures ``recorded`` returned (of an animation of the same snakes) instead of these."""
+        times = np.asarray(arrays["times"], dtype=float)
+        points, bodies, centers = (np.asarray(arrays[name]) for name in ("points", "bodies", "centers"))
+        if not len(points) == len(bodies) == len(centers) == len(times) or (
+                len(times) and points.shape[1:] != (self.snake_count, len(self._link_particles), 3)):
+            raise ConfigError(f"saved pictures of shape {points.shape} are not of this animation's {self.snake_count} "
+                              f"snakes")
+        self.times = times.tolist()
+        self._points, self._bodies, self.centers = list(points), list(bodies), list(centers)
 
     def parts(self, index):
         """The ``Part`` list of picture ``index``."""

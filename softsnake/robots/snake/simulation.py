@@ -13,8 +13,10 @@ Every frame (time step dt) the runner
    and bodies), its heading (the mean direction of its modules) and every link's curvature (yaw
    difference of its caps / link length).
 
-An interrupted run (Ctrl-C) or one that blew up keeps what it recorded up to its last good frame
-in ``SnakeSimulation.trajectories``.
+An interrupted run (Ctrl-C or SIGTERM) or one that blew up keeps what it recorded up to its last good frame
+in ``SnakeSimulation.trajectories``. An interrupt lets the frame in progress finish (``softsnake.interrupts``; a
+second one stops at once), and the run keeps where it stopped in ``SnakeSimulation.stop_point``
+(``RunPoint``): ``run(start=...)`` goes on from there, bit for bit as if never stopped.
 
 Snakes stand side by side along y, ``spacing`` apart, all heading +x; worlds never interact. The
 engine simulates every snake in its own frame (the same trajectory wherever it stands); the
@@ -25,6 +27,7 @@ its snakes split over worker processes, each holding a share of the row (``first
 """
 
 import contextlib
+import dataclasses
 import math
 
 import numpy as np
@@ -32,6 +35,8 @@ import numpy as np
 from softsnake.builder import ModelBuilder
 from softsnake.errors import ConfigError, SimulationError
 from softsnake.finalize import is_cpu_device
+from softsnake.interrupts import FrameInterrupts
+from softsnake.newton_counts import NewtonCounts
 from softsnake.progress import progress as progress_notes
 from softsnake.solver import Solver
 from softsnake.validation import positive_integer, positive_number
@@ -88,19 +93,20 @@ SNAKE_BUDGET = {"newton_iterations": 8, "linear_iterations": 40}
 """The snake's solver budget: the cheapest of the convergence study within 5 % of the converged travel in every
 run of it, at about half the cost of 8 x 100 (the engine default until the fourteenth session). Below the 16
 Newton iterations from which the engine balances momentum (``SolverSettings.momentum_balance`` "auto"), so the
-gait runs seed 001's plain iteration. Over 10 s of the gait, coarse mesh, it lies 0.03 % from the converged
-travel (the balanced step at 16 x 160, either start: 832.2 mm; six snakes a micrometre apart: 831.9 +- 0.3 mm,
-fifteenth session); paper mesh, one snake: 959.4 mm, +1.1 % from the balanced 16 x 320 (949.3 mm; 16 x 160:
-944.9, so known to about 0.5 %); the paper's 4 x 20 travelled 25 % short on the paper mesh.
-experiments/results/gait_sensitivity.md and convergence.md. Everything else is the engine's policy
+gait runs seed 001's plain iteration, and its travel is the budget's to about 1 %: over 10 s of the gait, coarse
+mesh, 839.5 +- 0.2 mm (six snakes a micrometre apart, nineteenth session), +0.9 % from the converged travel (the
+balanced step at 16 x 160: 832.0 +- 0.1 mm; before the eighteenth session's fitted body contacts this budget lay
+0.03 % from it); paper mesh, one snake: 957.2 mm, +0.8 % from the converged ~950 mm (balanced 16 x 160: 945.0;
+16 x 320: 949.3, known to about 0.5 %); the paper's 4 x 20 travelled 25 % short on the paper mesh. README, "Known
+limitations"; experiments/results/gait_sensitivity.md and convergence.md. Everything else is the engine's policy
 (``SolverSettings``)."""
 
 SNAKE_START = {"elastic_warm_start": False}
 """The gait's start: the engine's plain warm start (contacts carried, the soft rows from zero every substep),
 not its default elastic warm start, which also carries the soft rows' multipliers. A link under the gait never
 rests, where the elastic start matters most (the stand runs it). On the coarse mesh at 8 x 40 the plain start is
-both the closer to the converged 10 s travel and the quieter (-0.03 %, a micrometre moves it 0.09 %; elastic
-+1.0 % and 0.92 %: fifteenth session); on the paper mesh, before the slip's change, plain -0.6 % and elastic
+the quieter: a micrometre moves its 10 s travel 0.07 % (nineteenth session), the elastic start's 0.9 %
+(fifteenth session, before the fitted body contacts); on the paper mesh, before the slip's change, plain -0.6 % and elastic
 -2.1 %: experiments/results/gait_sensitivity.md."""
 
 
@@ -122,6 +128,44 @@ def estimate_run(snake_count, seconds, *, resolution="coarse", dt=DT_DEFAULT, li
     per_frame = CPU_SECONDS_PER_SNAKE_FRAME.get(resolution, CPU_SECONDS_PER_SNAKE_FRAME["paper"])
     wall = frames * snake_count * per_frame if is_cpu_device(device) else None
     return frames, record, wall
+
+
+@dataclasses.dataclass
+class RunPoint:
+    """Where a run stopped at the end of a frame: what ``SnakeSimulation.run(start=...)`` needs to go on from there
+    bit for bit (the gait is open loop: its inputs of every frame come again from ``pressure_schedule``)."""
+
+    frame: int
+    """Frames done [-]."""
+    state: dict
+    """The engine's state at the end of that frame (``State.numpy()``)."""
+    com: np.ndarray
+    """Recorded centres of mass of frames 0 .. ``frame`` (frame + 1, snakes, 3) [m] (as ``SnakeTrajectories``)."""
+    curvature: np.ndarray
+    """Recorded link curvatures (frame + 1, snakes, links) [1/m]."""
+    yaw: np.ndarray
+    """Recorded continuous headings (frame + 1, snakes) [rad]."""
+    newton_counts: dict
+    """The solver's per-world counts so far (``NewtonCounts.COUNTS``: name -> (snakes,) ints)."""
+
+    def arrays(self):
+        """Flat name -> array dictionary (for ``numpy.savez``); ``from_arrays`` reads it back."""
+        out = {"frame": np.int64(self.frame), "com": self.com, "curvature": self.curvature, "yaw": self.yaw}
+        out.update({f"state.{name}": value for name, value in self.state.items()})
+        out.update({f"newton.{name}": value for name, value in self.newton_counts.items()})
+        return out
+
+    @classmethod
+    def from_arrays(cls, arrays):
+        """The point ``arrays()`` wrote; ConfigError naming a missing entry."""
+        def pick(prefix):
+            return {name[len(prefix):]: np.asarray(arrays[name]) for name in arrays if name.startswith(prefix)}
+
+        try:
+            return cls(int(arrays["frame"]), pick("state."), np.asarray(arrays["com"]), np.asarray(arrays["curvature"]),
+                       np.asarray(arrays["yaw"]), pick("newton."))
+        except KeyError as exc:
+            raise ConfigError(f"a saved run point lacks its {exc.args[0]}") from None
 
 
 def _per_snake_gait(gait, snake_count):
@@ -184,6 +228,8 @@ class SnakeSimulation:
 
         self.trajectories = None
         """What the last ``run`` recorded (``SnakeTrajectories``), up to its last good frame if it blew up."""
+        self.stop_point = None
+        """Where the last ``run`` stopped when an interrupt ended it at a frame's end (``RunPoint``), else None."""
         budget = {"substeps": substeps, "newton_iterations": newton_iterations, "linear_iterations": linear_iterations}
         self._build_worlds(resolution, device, {k: v for k, v in budget.items() if v is not None}, int(first_snake))
         self._total_mass = self._particle_mass.sum(axis=1) + self._body_mass.sum(axis=1)
@@ -263,6 +309,28 @@ class SnakeSimulation:
     _frames_ahead = 0
     """Frames whose pressures ``run`` hands ``_advance`` ahead (worker processes start them early)."""
 
+    _stops_at_frame_ends = True
+    """Whether an interrupt lets the frame in progress finish and the run keeps a ``stop_point`` (one process; the
+    worker processes take the same Ctrl-C themselves and stop at once)."""
+
+    def _stop_point(self, frame, com, curvature, yaw):
+        counts = self.newton_counts()
+        return RunPoint(frame, self.state.numpy(), com[:frame + 1].copy(), curvature[:frame + 1].copy(),
+                        yaw[:frame + 1].copy(), {name: getattr(counts, name) for name in NewtonCounts.COUNTS})
+
+    def _start_from(self, start, com, curvature, yaw):
+        """Set the state, the counts and the records of frames 0 .. ``start.frame`` from a ``RunPoint``."""
+        if not 0 <= start.frame < self.frame_count:
+            raise ConfigError(f"the run point's frame {start.frame} is not one of this run's 0 .. {self.frame_count - 1}")
+        for name, records in (("com", com), ("curvature", curvature), ("yaw", yaw)):
+            value = getattr(start, name)
+            if value.shape != records[:start.frame + 1].shape:
+                raise ConfigError(f"the run point's {name} has shape {value.shape}, not {records[:start.frame + 1].shape} "
+                                  f"({self.snake_count} snakes, frames 0 .. {start.frame})")
+            records[:start.frame + 1] = value
+        self.state.assign_numpy(start.state)
+        self.solver.add_newton_counts(NewtonCounts(**start.newton_counts, budget=0, tolerance=0.0, floor=0.0))
+
     def _advance(self, differential, upcoming=()):
         """One frame of the engine: drive the active chamber of every link with the differential pressure
         (snake_count, link_count) [Pa] and step the solver by ``dt``; a SimulationError of the solver
@@ -319,7 +387,7 @@ class SnakeSimulation:
         return command, chambers, pressure
 
     def run(self, *, usd_path=None, usd_fps=USD_FPS_DEFAULT, usd_snakes=None, progress=True, on_frame=None,
-            on_frame_every=1):
+            on_frame_every=1, start=None):
         """Simulate all frames and return ``SnakeTrajectories``.
 
         usd_path: write the scene to this .usda/.usdc/.usd file (None: no USD)
@@ -330,10 +398,14 @@ class SnakeSimulation:
         on_frame: None, or a function of (time [s], particles (snakes, particles, 3) [m], body_q
             (snakes, bodies, 7)) called at t = 0 and every ``on_frame_every`` frames (an animation's
             ``record``)
+        start: None, or a ``RunPoint`` of an interrupted run of the same snakes and options (its ``stop_point``):
+            go on from there. The USD file then goes on in the partial file the interrupted run left, and
+            ``on_frame`` is called for the frames after the point only.
         Raises ``SimulationError`` naming the snake whose state became non-finite (its ``world``)
         and the frame (its ``step``); ``self.trajectories`` then holds what was recorded up to the
         last good frame, and a USD file is left as ``<stem>.partial<ext>`` with every frame written.
-        An interrupt (KeyboardInterrupt) leaves the same and is raised again.
+        An interrupt (KeyboardInterrupt) leaves the same and is raised again; in one process it lets the frame
+        in progress finish first and sets ``stop_point``.
         """
         usd_stride = max(1, int(round(1.0 / (self.dt * usd_fps)))) if usd_path is not None else 0
         on_frame_every = max(1, int(on_frame_every))
@@ -345,11 +417,17 @@ class SnakeSimulation:
         yaw = np.zeros(shape)
         curvature = np.zeros(shape + (links,))
         command, chambers, pressure = self.pressure_schedule()
-        particles, body_q = self._positions()
-        com[0], curvature[0], yaw[0] = self._observe(particles, body_q)
-        if on_frame is not None:
-            on_frame(0.0, particles, body_q)
-        done = 0
+        self.stop_point = None
+        if start is None:
+            particles, body_q = self._positions()
+            com[0], curvature[0], yaw[0] = self._observe(particles, body_q)
+            if on_frame is not None:
+                on_frame(0.0, particles, body_q)
+            done = 0
+        else:
+            self._start_from(start, com, curvature, yaw)
+            particles, body_q = self._positions()
+            done = start.frame
 
         def record(count):
             return SnakeTrajectories(time, com, curvature, command, pressure, HEADING, snake_length(self.config),
@@ -360,14 +438,18 @@ class SnakeSimulation:
             # usd-core is imported only when a USD file is written.
             from softsnake.usd_writer import UsdRecorder
 
-            recorder = UsdRecorder(usd_path, fps=1.0 / (usd_stride * self.dt))
+            last_usd_frame = done - done % usd_stride
+            recorder = UsdRecorder(usd_path, fps=1.0 / (usd_stride * self.dt),
+                                   reopen_after=None if start is None else time[last_usd_frame])
+        interrupts = FrameInterrupts() if self._stops_at_frame_ends else contextlib.nullcontext()
         try:
-            with recorder or contextlib.nullcontext():
+            with recorder or contextlib.nullcontext(), interrupts:
                 if recorder is not None:
                     pictured = self.snake_count if usd_snakes is None else min(int(usd_snakes), self.snake_count)
                     usd_meshes, usd_bodies = self._usd_scene(recorder, particles, pictured)
-                    self._usd_frame(recorder, 0.0, usd_meshes, usd_bodies, particles, body_q)
-                for frame in progress_notes(range(1, frames + 1), desc="gait", unit="frame", enabled=progress):
+                    if start is None:
+                        self._usd_frame(recorder, 0.0, usd_meshes, usd_bodies, particles, body_q)
+                for frame in progress_notes(range(done + 1, frames + 1), desc="gait", unit="frame", enabled=progress):
                     try:
                         self._advance(pressure[frame], pressure[frame + 1:frame + 1 + self._frames_ahead])
                     except SimulationError as exc:
@@ -384,7 +466,14 @@ class SnakeSimulation:
                         self._usd_frame(recorder, time[frame], usd_meshes, usd_bodies, particles, body_q)
                     if on_frame is not None and frame % on_frame_every == 0:
                         on_frame(time[frame], particles, body_q)
-        except (SimulationError, KeyboardInterrupt):
+                    if self._stops_at_frame_ends:
+                        interrupts.check()
+        except KeyboardInterrupt:
+            self.trajectories = record(done)
+            if self._stops_at_frame_ends and interrupts.at_frame_end:
+                self.stop_point = self._stop_point(done, com, curvature, yaw)
+            raise
+        except SimulationError:
             self.trajectories = record(done)
             raise
         self.trajectories = record(frames)

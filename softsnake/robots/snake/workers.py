@@ -56,6 +56,7 @@ class SnakeSimulationWorkers(SnakeSimulation):
     """
 
     _frames_ahead = FRAMES_AHEAD
+    _stops_at_frame_ends = False
 
     def __init__(self, snake_count, *, workers=None, **options):
         self._workers = workers
