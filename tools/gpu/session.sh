@@ -12,6 +12,8 @@
 #   bash tools/gpu/session.sh gait_start tests   # the same gait in the background (it outlives the call), the suite beside it
 #   bash tools/gpu/session.sh gait_wait          # a later call: wait for that gait (up to STAGE_SECONDS), not stopping it
 #   bash tools/gpu/session.sh gait_collect table2 # a later call: wait for that gait, bring back what it wrote
+#   bash tools/gpu/session.sh resume_fetch       # an interrupted gait's resume point, in parts (RESUME_FIRST: from which)
+#   RESUME=1 bash tools/gpu/session.sh gait_start # a later session: the gait goes on from the resume parts carried
 #   bash tools/gpu/session.sh worlds             # do identical worlds stay identical (gpu_world_independence.py)
 #
 # Several stages in one call run in order, each under STAGE_SECONDS (set it so that they fit the call's
@@ -31,6 +33,13 @@
 # --device and --out) for a shorter stage; TESTS (pytest's test paths, default all: the files a cut run
 # left unrun first, say); TESTS_FILE (a file of test node ids, one per line, instead of TESTS: a cut run
 # leaves the tests it did not reach in $STASH/unrun.txt and $OUT/unrun.txt).
+#
+# A gait longer than a session: interrupted (gait_collect, or its own GAIT_LIMIT), it keeps gait.resume.npz beside
+# gait.partial.usdc (softsnake gait --resume). gait_collect packs both into $STASH/resume/part-NN (RESUME_PART_MIB
+# each, default 15, with a manifest of sha256 sums); `resume_fetch` brings back 3 parts and the manifest per call
+# (RESUME_FIRST=0, 3, 6, ...; a call brings back 64 MiB at most). Here, put them into .gpu/resume/; in a later
+# session carry them beside the payload's parts (`stash` keeps .gpu/resume/* too), and RESUME=1 gait_start unpacks
+# them into the gait's folder and runs the same gait command with --resume.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -47,9 +56,12 @@ TEST_DEVICES=${TEST_DEVICES:-$DEVICE}
 TABLE2_CASES=${TABLE2_CASES:-0.25,1,10,32,128,256,1024}
 SOLVERS_CASES=${SOLVERS_CASES:-snake:1,snake:32,vine:1,vine:4096}
 TESTS=${TESTS:-}
+RESUME=${RESUME:-0}
+RESUME_FIRST=${RESUME_FIRST:-0}
+RESUME_PART_MIB=${RESUME_PART_MIB:-15}
 TESTS_FILE=${TESTS_FILE:-}
 VINES_ARGS=${VINES_ARGS:---links 15 --sizes 1,256,4096 --bodies 30 --linear-solvers per_world,block,batched}
-mkdir -p "$OUT" "$STASH/parts"
+mkdir -p "$OUT" "$STASH/parts" "$STASH/resume-parts"
 
 use_payload() {
     export PYTHONPATH="$PWD:$STASH/site${PYTHONPATH:+:$PYTHONPATH}"
@@ -61,7 +73,12 @@ stash() {
     if compgen -G ".gpu/part-*" > /dev/null; then
         cp .gpu/part-* .gpu/manifest "$STASH/parts/"
     fi
+    if compgen -G ".gpu/resume/*" > /dev/null; then
+        cp .gpu/resume/* "$STASH/resume-parts/"
+    fi
     echo "stash: $(ls "$STASH/parts" | tr '\n' ' ')"
+    compgen -G "$STASH/resume-parts/*" > /dev/null && echo "stash: resume $(ls "$STASH/resume-parts" | tr '\n' ' ')"
+    return 0
 }
 
 install() {
@@ -205,12 +222,22 @@ gait() {
 # after GAIT_LIMIT seconds with an interrupt, which keeps its partial files; $STASH/gait/rc holds its exit status.
 gait_start() {
     use_payload
-    local dir="$STASH/gait"
+    local dir="$STASH/gait" resume=()
     rm -rf "$dir"
-    mkdir -p "$dir"
+    mkdir -p "$dir/out"
+    if [ "$RESUME" = 1 ]; then
+        local parts="$STASH/resume-parts"
+        [ -f "$parts/manifest" ] || { echo "gait_start: RESUME=1 but no resume parts were carried (.gpu/resume)"; return 1; }
+        (cd "$parts" && sha256sum --check --quiet manifest) \
+            || { echo "gait_start: resume parts missing or damaged (carry the rest of .gpu/resume)"; return 1; }
+        awk '{print $2}' "$parts/manifest" | sed "s|^|$parts/|" | xargs cat | xz -d | tar -C "$dir/out" -xf - \
+            || { echo "gait_start: unpacking the resume parts failed"; return 1; }
+        resume=(--resume)
+        echo "gait_start: going on from $(cd "$dir/out" && ls | tr '\n' ' ')"
+    fi
     setsid bash -c 'dir=$1; shift; echo $$ > "$dir/pid"
                     timeout --signal=INT "$@" > "$dir/log" 2>&1; echo $? > "$dir/rc"' \
-        _ "$dir" "$GAIT_LIMIT" "${gait_command[@]}" --out "$dir/out" < /dev/null > /dev/null 2>&1 &
+        _ "$dir" "$GAIT_LIMIT" "${gait_command[@]}" --out "$dir/out" "${resume[@]}" < /dev/null > /dev/null 2>&1 &
     sleep 2
     echo "gait_start: $SNAKES snakes for $GAIT_SECONDS s in the background (stops itself after $GAIT_LIMIT s): $dir"
 }
@@ -261,10 +288,37 @@ gait_collect() {
     fi
     cat "$pack/files.txt"
     tar -C "$OUT" -czf "$OUT/gait.tar.gz" gait && rm -rf "$pack"
+    pack_resume
 }
 
-STAGES="stash install warm tests table2 solvers vines worlds gait gait_start gait_wait gait_collect"
-[ $# -gt 0 ] || { sed -n '2,22p' "$0"; exit 2; }
+# An interrupted gait's resume point and partial USD file, xz-compressed and split into $STASH/resume/part-NN.
+pack_resume() {
+    local out="$STASH/gait/out" parts="$STASH/resume"
+    [ -f "$out/gait.resume.npz" ] || return 0
+    rm -rf "$parts" && mkdir -p "$parts"
+    tar -C "$out" -cf - gait.resume.npz $(cd "$out" && ls gait.partial.usd* 2> /dev/null) | xz -1 -T0 \
+        | split -b "${RESUME_PART_MIB}M" -d - "$parts/part-"
+    (cd "$parts" && sha256sum part-* > manifest)
+    echo "gait_collect: the resume point in $(ls "$parts" | grep -c part-) parts of ${RESUME_PART_MIB} MiB at most" \
+         "($(du -sh "$parts" | cut -f1)); resume_fetch brings them back, 3 a call"
+}
+
+# Three of the resume parts (from RESUME_FIRST) and the manifest into $OUT/resume.
+resume_fetch() {
+    local parts="$STASH/resume"
+    [ -f "$parts/manifest" ] || { echo "resume_fetch: no resume point was packed (gait_collect packs it)"; return 1; }
+    mkdir -p "$OUT/resume"
+    cp "$parts/manifest" "$OUT/resume/"
+    local count=0
+    for part in $(awk '{print $2}' "$parts/manifest" | tail -n +"$((RESUME_FIRST + 1))" | head -3); do
+        cp "$parts/$part" "$OUT/resume/"
+        count=$((count + 1))
+    done
+    echo "resume_fetch: $count parts from $RESUME_FIRST of $(grep -c part- "$parts/manifest")"
+}
+
+STAGES="stash install warm tests table2 solvers vines worlds gait gait_start gait_wait gait_collect resume_fetch"
+[ $# -gt 0 ] || { sed -n '2,24p' "$0"; exit 2; }
 for stage in "$@"; do
     if [[ " $STAGES " == *" $stage "* ]]; then
         echo "== $stage ($(date -u +%T))"
