@@ -7,7 +7,8 @@ of a step's kernel launches would leave positions of one substep beside multipli
 KeyboardInterrupt; a second signal stops at once, mid-frame (``at_frame_end`` is then False).
 
 Signal handlers can only be set in the main thread; elsewhere ``FrameInterrupts`` changes nothing and a Ctrl-C
-interrupts where it lands, as without it.
+interrupts where it lands, as without it. A signal the process ignores (SIGINT in a job started with ``nohup`` or
+``&`` from a script) stays ignored.
 """
 
 import signal
@@ -31,8 +32,9 @@ class FrameInterrupts:
 
     def __enter__(self):
         if threading.current_thread() is threading.main_thread():
-            self._previous = {number: signal.getsignal(number) for number in SIGNALS}
-            for number in SIGNALS:
+            self._previous = {number: signal.getsignal(number) for number in SIGNALS
+                              if signal.getsignal(number) is not signal.SIG_IGN}
+            for number in self._previous:
                 signal.signal(number, self._ask)
         return self
 

@@ -466,7 +466,7 @@ class SnakeSimulation:
                         self._usd_frame(recorder, time[frame], usd_meshes, usd_bodies, particles, body_q)
                     if on_frame is not None and frame % on_frame_every == 0:
                         on_frame(time[frame], particles, body_q)
-                    if self._stops_at_frame_ends:
+                    if self._stops_at_frame_ends and frame < frames:  # asked for in the last frame: it is done
                         interrupts.check()
         except KeyboardInterrupt:
             self.trajectories = record(done)

@@ -45,6 +45,14 @@ def usd_samples(path):
 
 @pytest.fixture(scope="module")
 def runs(coarse, tmp_path_factory):
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)  # as in a terminal (``pytest &`` ignores it)
+    try:
+        yield _runs(coarse, tmp_path_factory)
+    finally:
+        signal.signal(signal.SIGINT, before)
+
+
+def _runs(coarse, tmp_path_factory):
     folder = tmp_path_factory.mktemp("resume")
     straight = simulation(coarse)
     straight_trajectories = straight.run(usd_path=folder / "straight.usdc", usd_fps=60.0, progress=False)
