@@ -313,6 +313,10 @@ def _simulate(args, simulation, gait, out, wall_estimate, settings, resume):
                                       on_frame=None if animation is None else animation.record,
                                       on_frame_every=1 if animation is None else animation.stride,
                                       start=start_point)
+    except ConfigError as exc:  # a saved point that does not fit this run, found before any step
+        if start_point is None:
+            raise
+        raise UsageError(f"--resume: {exc}") from None
     except (SimulationError, KeyboardInterrupt) as exc:
         interrupted = isinstance(exc, KeyboardInterrupt)
         reached = simulation.trajectories.time[-1] if simulation.trajectories is not None else 0.0

@@ -14,6 +14,7 @@ The file is written whole under a temporary name and then renamed, so it is comp
 import hashlib
 import json
 import os
+import zipfile
 
 import numpy as np
 
@@ -75,7 +76,7 @@ def load(out, settings):
         with np.load(path, allow_pickle=False) as data:
             arrays = {name: data[name] for name in data.files}
         saved = json.loads(str(arrays.pop("settings")))
-    except (OSError, ValueError, KeyError) as exc:
+    except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as exc:
         raise UsageError(f"--resume: cannot read {path}: {exc}") from None
     for key, value in settings.items():
         if saved.get(key) != value:

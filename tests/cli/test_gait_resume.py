@@ -90,3 +90,11 @@ def test_the_resumed_run_writes_the_files_of_a_run_never_stopped(folders):
     for path, samples in a.items():
         assert [code for code, _ in samples] == [code for code, _ in b[path]], path
         assert all(np.array_equal(x, y) for (_, x), (_, y) in zip(samples, b[path])), path
+
+
+def test_a_damaged_resume_point_is_refused_in_one_line(tmp_path, capsys):
+    (tmp_path / RESUME_NAME).write_bytes(b"not an npz file")
+    assert main(RUN + ["--out", str(tmp_path), "--resume"]) == 2
+    error = capsys.readouterr().err
+    assert error.startswith(f"softsnake gait: error: --resume: cannot read {tmp_path / RESUME_NAME}: ")
+    assert len(error.splitlines()) == 1
