@@ -10,10 +10,10 @@ EXAMPLES = re.findall(r"```python\n(.*?)```", README.read_text(), flags=re.DOTAL
 
 
 def test_readme_has_its_examples():
-    assert len(EXAMPLES) == 2, "the README's Python examples: the engine and the gradients"
+    assert len(EXAMPLES) == 3, "the README's Python examples: the engine, the snake from Python and the gradients"
 
 
-@pytest.mark.parametrize("code", EXAMPLES, ids=["engine", "gradients"][:len(EXAMPLES)])
+@pytest.mark.parametrize("code", EXAMPLES, ids=["engine", "snake", "gradients"][:len(EXAMPLES)])
 def test_readme_example_runs(code, capsys):
     namespace = {"__name__": "__readme__"}
     exec(compile(code, str(README), "exec"), namespace)  # noqa: S102 - the README's own code
@@ -23,6 +23,14 @@ def test_readme_example_runs(code, capsys):
         model = namespace["model"]
         assert model.world_count == 64 and np.isfinite(namespace["positions"]).all()
         assert namespace["energy"].shape == (64,) and (namespace["energy"] > 0.0).all()
+    elif "sim" in namespace:  # the snake stepped frame by frame to its end, its offsets steering
+        import numpy as np
+
+        sim = namespace["sim"]
+        assert sim.frames_done == sim.frame_count == 60
+        seen = sim.observe()
+        assert np.isfinite(seen.com).all() and seen.time == pytest.approx(0.5)
+        assert np.all(np.abs(namespace["offset"]) <= 0.5)
     else:  # the gradients example prints two finite numbers
         import math
 

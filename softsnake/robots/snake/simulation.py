@@ -18,6 +18,10 @@ in ``SnakeSimulation.trajectories``. An interrupt lets the frame in progress fin
 second one stops at once), and the run keeps where it stopped in ``SnakeSimulation.stop_point``
 (``RunPoint``): ``run(start=...)`` goes on from there, bit for bit as if never stopped.
 
+``run`` steps the open-loop gait from t = 0 through all frames. Frame by frame, ``step(command)`` takes the links'
+commands of one frame from the caller (a controller that closes the loop on ``observe()``) and runs steps 2-4
+above for it; stepped with ``gait_command``'s commands it is ``run`` bit for bit.
+
 Snakes stand side by side along y, ``spacing`` apart, all heading +x; worlds never interact. The
 engine simulates every snake in its own frame (the same trajectory wherever it stands); the
 recorded observations, USD and animations are in scene coordinates.
@@ -27,6 +31,7 @@ its snakes split over worker processes, each holding a share of the row (``first
 """
 
 import contextlib
+import copy
 import dataclasses
 import math
 
@@ -168,6 +173,22 @@ class RunPoint:
             raise ConfigError(f"a saved run point lacks its {exc.args[0]}") from None
 
 
+@dataclasses.dataclass(frozen=True)
+class SnakeObservation:
+    """What ``SnakeSimulation.observe`` sees, every array per snake, positions in scene coordinates."""
+
+    time: float
+    """Simulated time [s]."""
+    com: np.ndarray
+    """Centre of mass (snake_count, 3) [m]."""
+    heading: np.ndarray
+    """Heading, the mean direction of the modules, in (-pi, pi] (snake_count,) [rad]; 0 along +x."""
+    curvature: np.ndarray
+    """Curvature of every link, head first (snake_count, link_count) [1/m]."""
+    chambers: np.ndarray
+    """Pressures of every link's (left, right) chambers (snake_count, link_count, 2) [Pa]."""
+
+
 def _per_snake_gait(gait, snake_count):
     """``gait`` broadcast to ``snake_count`` snakes."""
     if gait is None:
@@ -230,6 +251,8 @@ class SnakeSimulation:
         """What the last ``run`` recorded (``SnakeTrajectories``), up to its last good frame if it blew up."""
         self.stop_point = None
         """Where the last ``run`` stopped when an interrupt ended it at a frame's end (``RunPoint``), else None."""
+        self.frames_done = 0
+        """Frames stepped so far, by ``run`` or ``step`` [-]: the simulated time is ``frames_done * dt``."""
         budget = {"substeps": substeps, "newton_iterations": newton_iterations, "linear_iterations": linear_iterations}
         self._build_worlds(resolution, device, {k: v for k, v in budget.items() if v is not None}, int(first_snake))
         self._total_mass = self._particle_mass.sum(axis=1) + self._body_mass.sum(axis=1)
@@ -293,6 +316,44 @@ class SnakeSimulation:
         yaw = body_yaw(bodies[:, list(self.snake.module_bodies)])
         heading = np.arctan2(np.sin(yaw).mean(axis=1), np.cos(yaw).mean(axis=1))
         return com, link_curvature(bodies, self.snake.cap_bodies, self.snake.link_lengths), heading
+
+    # ------------------------------------------------------------------ frame by frame (closed loop)
+    def observe(self):
+        """What the snakes look like now (``SnakeObservation``): the time, and per snake its centre of mass, heading
+        and link curvatures in scene coordinates, and its chambers' pressures."""
+        com, curvature, heading = self._observe(*self._positions())
+        return SnakeObservation(self.frames_done * self.dt, com, heading, curvature, self.latency.pressure)
+
+    def gait_command(self, time, **changes):
+        """The gait's link commands (eq. 9) at ``time`` [s], shape (snake_count, link_count) [Pa], links head first
+        (``_link_commands``): this simulation's gait, or with some of its parameters (``GAIT_FIELDS``: frequency
+        [Hz], phase_shift [rad], offset [-], amplitude [Pa]) changed, each a scalar or one value per snake."""
+        unknown = set(changes) - set(GAIT_FIELDS)
+        if unknown:
+            raise ConfigError(f"gait_command takes the gait parameters {', '.join(GAIT_FIELDS)}, not "
+                              f"{', '.join(sorted(unknown))}")
+        gait = self.gait
+        if changes:
+            values = {name: changes.get(name, getattr(gait, name)) for name in GAIT_FIELDS}
+            gait = GaitParams(**values, snake_count=self.snake_count)
+        return gait_command(gait, time, self.config.link_count)[:, ::-1]
+
+    def step(self, command):
+        """Advance every snake by one frame (``dt``) under the link commands ``command`` (snake_count, link_count)
+        [Pa], links head first, signed as the gait's (``gait_command``; > 0 inflates the right chamber), through
+        the latency model when it is on: closed-loop control from Python, with ``observe``. A loop of
+        ``step(gait_command((frames_done + 1) * dt))`` is ``run`` bit for bit (tests/robots/snake/test_step.py).
+        Returns the chambers' pressures after the frame (snake_count, link_count, 2) [Pa]; ConfigError for a
+        command of another shape, not finite or above the supply pressure, before anything moves."""
+        chambers = self.latency.step(command, self.dt)
+        try:
+            self._advance(self.latency.differential)
+        except SimulationError as exc:
+            raise SimulationError(f"snake {exc.world} blew up ({exc.reason or 'a non-finite input'}) in frame "
+                                  f"{self.frames_done + 1}", world=exc.world, step=self.frames_done + 1,
+                                  reason=exc.reason) from None
+        self.frames_done += 1
+        return chambers
 
     def _link_commands(self, time):
         """Gait commands (snake_count, link_count) at ``time`` [s] in the snake's link order, head
@@ -373,17 +434,19 @@ class SnakeSimulation:
         """The open-loop inputs of every frame 0 .. ``frame_count`` (zero at frame 0, the start): the gait's link
         commands (frames + 1, snake_count, link_count) [Pa] at each frame's end time, the chambers' pressures
         through the latency model (..., 2) [Pa], and the differential pressure the engine is handed
-        (frames + 1, snake_count, link_count) [Pa]. Steps ``self.latency`` through all frames: the gait is
-        open loop, nothing here depends on the snakes' state (``run`` takes its inputs from here, and a
-        gradient through the gait, experiments/snake_gradient.py, sets them step by step)."""
+        (frames + 1, snake_count, link_count) [Pa]. Steps a copy of ``self.latency`` from empty chambers through
+        all frames: the gait is open loop, nothing here depends on the snakes' state (``run`` takes its inputs
+        from here, and a gradient through the gait, experiments/snake_gradient.py, sets them step by step)."""
         frames, links = self.frame_count, self.config.link_count
+        latency = copy.deepcopy(self.latency)
+        latency.reset()
         command = np.zeros((frames + 1, self.snake_count, links))
         chambers = np.zeros(command.shape + (2,))
         pressure = np.zeros_like(command)
         for frame in range(1, frames + 1):
             command[frame] = self._link_commands(frame * self.dt)
-            chambers[frame] = self.latency.step(command[frame], self.dt)
-            pressure[frame] = self.latency.differential
+            chambers[frame] = latency.step(command[frame], self.dt)
+            pressure[frame] = latency.differential
         return command, chambers, pressure
 
     def run(self, *, usd_path=None, usd_fps=USD_FPS_DEFAULT, usd_snakes=None, progress=True, on_frame=None,
@@ -416,6 +479,9 @@ class SnakeSimulation:
         com = np.zeros(shape + (3,))
         yaw = np.zeros(shape)
         curvature = np.zeros(shape + (links,))
+        if start is None and self.frames_done:
+            raise ConfigError(f"run simulates the gait from t = 0, and this simulation has stepped {self.frames_done} "
+                              "frames already: make a new one")
         command, chambers, pressure = self.pressure_schedule()
         self.stop_point = None
         if start is None:
@@ -449,6 +515,7 @@ class SnakeSimulation:
                     usd_meshes, usd_bodies = self._usd_scene(recorder, particles, pictured)
                     if start is None:
                         self._usd_frame(recorder, 0.0, usd_meshes, usd_bodies, particles, body_q)
+                self.frames_done = done
                 for frame in progress_notes(range(done + 1, frames + 1), desc="gait", unit="frame", enabled=progress):
                     try:
                         self._advance(pressure[frame], pressure[frame + 1:frame + 1 + self._frames_ahead])
@@ -461,7 +528,7 @@ class SnakeSimulation:
                     com[frame], curvature[frame], heading = self._observe(particles, body_q)
                     # Continuous heading: add the wrapped change since the last frame.
                     yaw[frame] = yaw[frame - 1] + (heading - yaw[frame - 1] + math.pi) % (2.0 * math.pi) - math.pi
-                    done = frame
+                    done = self.frames_done = frame
                     if recorder is not None and frame % usd_stride == 0:
                         self._usd_frame(recorder, time[frame], usd_meshes, usd_bodies, particles, body_q)
                     if on_frame is not None and frame % on_frame_every == 0:
@@ -470,11 +537,14 @@ class SnakeSimulation:
                         interrupts.check()
         except KeyboardInterrupt:
             self.trajectories = record(done)
+            self.latency.reset(pressure=chambers[done])
             if self._stops_at_frame_ends and interrupts.at_frame_end:
                 self.stop_point = self._stop_point(done, com, curvature, yaw)
             raise
         except SimulationError:
             self.trajectories = record(done)
+            self.latency.reset(pressure=chambers[done])
             raise
         self.trajectories = record(frames)
+        self.latency.reset(pressure=chambers[frames])
         return self.trajectories
