@@ -301,6 +301,8 @@ def _simulate(args, simulation, gait, out, wall_estimate, settings, resume):
                 animation.restore(pictures)
             except (ConfigError, KeyError, TypeError) as exc:
                 raise UsageError(f"--resume: the saved pictures: {exc}") from None
+    if wall_estimate is not None and start_point is not None:  # the frames left
+        wall_estimate *= 1.0 - start_point.frame / simulation.frame_count
     estimate = f", about {duration_text(wall_estimate)} on this CPU" if wall_estimate is not None else ""
     if args.workers != 1:
         estimate = f", {simulation.workers} worker processes{estimate}"
