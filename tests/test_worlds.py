@@ -250,7 +250,7 @@ def test_a_state_goes_on_the_same_under_a_new_solver():
     then copied and handed to a new solver, goes on bit for bit as with the solver that stepped it (the carried
     multipliers, their substep length and the chamber pressures they were computed under, which the elastic
     warm start compares with the current ones; before the pressures moved into the State, the new solver took
-    them as 0 and the copy ended 3e-8 m away after 15 steps)."""
+    them as 0 and the copy ended 3.4e-8 m away 15 steps after the hand-over)."""
     model = scene_soft()
     dt = 1.0 / 120.0
     first, state, control = softsnake.Solver(model), model.state(), model.control()
