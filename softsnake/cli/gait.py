@@ -14,10 +14,10 @@ USD scene and the GIF show the first ``--pictured-snakes`` snakes (default 16): 
 snakes take gigabytes and most of a GPU run's time (experiments/results/gpu.md, section 4).
 A run that is interrupted (Ctrl-C or SIGTERM) or in which a snake blows up keeps what it computed as
 ``gait.partial.usdc``, ``trajectories.partial.csv``, ``trajectories.partial.png`` and
-``gait.partial.gif``, and names them; in one process it also prints how the substeps so far ended.
-Interrupted in one process, it first finishes the frame in progress (a second interrupt stops at once) and
-also keeps ``gait.resume.npz``: the same command with ``--resume`` goes on from there and writes the whole
-run's files, bit for bit those of a run never stopped (``softsnake.cli.gait_resume``).
+``gait.partial.gif``, and names them, and prints how the substeps so far ended. It first finishes the frame in
+progress (worker processes, the frames they were sent ahead; a second interrupt stops at once) and also keeps
+``gait.resume.npz``: the same command with ``--resume`` goes on from there, with or without ``--workers``, and
+writes the whole run's files, bit for bit those of a run never stopped (``softsnake.cli.gait_resume``).
 
 On the CPU, ``--workers W`` steps the snakes in W processes at once (0: one per CPU core; default 1,
 this process alone): the same outputs bit for bit (softsnake.robots.snake.workers), in about 1/W of
@@ -261,8 +261,6 @@ def run(args):
     settings = gait_resume.run_settings(args, gait, budget, config)
     resume = None
     if args.resume:
-        if args.workers != 1:
-            raise UsageError("--resume goes on in one process: leave out --workers (or give --workers 1)")
         resume = gait_resume.load(output_folder(args.out), settings)
     out = make_output_folder(args.out)
     options = {"resolution": args.resolution, "device": args.device, "gait": gait, "latency": args.latency,
@@ -323,12 +321,12 @@ def _simulate(args, simulation, gait, out, wall_estimate, settings, resume):
         interrupted = isinstance(exc, KeyboardInterrupt)
         reached = simulation.trajectories.time[-1] if simulation.trajectories is not None else 0.0
         kept = _write_partial(out, simulation, animation, labels, title, usd_path)
-        point = getattr(simulation, "stop_point", None) if interrupted else None
+        point = simulation.stop_point if interrupted else None
         if point is not None:
             kept.append(gait_resume.save(out, settings, point, animation))
         what = f"interrupted at t = {reached:.3f} s" if interrupted else f"error: {exc}"
         files = ", ".join(str(path) for path in kept) if kept else "nothing (no frame was finished)"
-        if args.workers == 1:  # worker processes take the same Ctrl-C and cannot answer any more
+        if args.workers == 1 or point is not None:  # workers stopped mid-frame (a second Ctrl-C) cannot answer
             print(simulation.newton_counts().summary("snake", study='README, "Known limitations"') + f" (up to t = "
                   f"{reached:.3f} s)", flush=True)
         going_on = "; the same command with --resume goes on from there" if point is not None else ""

@@ -1,11 +1,12 @@
 """``softsnake gait --resume``: the saved point of an interrupted run, and going on from it.
 
-A run in one process that an interrupt stops (Ctrl-C, or a job scheduler's SIGTERM) finishes the frame in
-progress and saves, beside its partial files, ``gait.resume.npz``: where it stopped (``RunPoint``: the engine's
+A run that an interrupt stops (Ctrl-C, or a job scheduler's SIGTERM) finishes the frame in progress (in worker
+processes, the frames they were sent ahead) and saves, beside its partial files, ``gait.resume.npz``: where it stopped (``RunPoint``: the engine's
 state at the end of that frame, everything recorded so far, the solver's counts), the animation's pictures so far
 and the run's settings. The same command with ``--resume`` goes on from there and writes what the run would have
-written had it never stopped, bit for bit (tests/cli/test_gait_resume.py); the USD file goes on in the partial
-file. It refuses other settings, naming the first that differs: other options, another snake file, another
+written had it never stopped, bit for bit (tests/cli/test_gait_resume.py), in one process or in worker processes
+(``--workers``: the same states bit for bit, so either may go on with the other's point); the USD file goes on in
+the partial file. It refuses other settings, naming the first that differs: other options, another snake file, another
 softsnake version, or another kind of device (the CPU and a GPU round differently).
 
 The file is written whole under a temporary name and then renamed, so it is complete or absent.
@@ -71,7 +72,7 @@ def load(out, settings):
     there is none or its settings differ from ``settings``."""
     path = out / RESUME_NAME
     if not path.is_file():
-        raise UsageError(f"--resume: {path} does not exist (an interrupted run in one process leaves it)")
+        raise UsageError(f"--resume: {path} does not exist (an interrupted run leaves it)")
     try:
         with np.load(path, allow_pickle=False) as data:
             arrays = {name: data[name] for name in data.files}

@@ -15,11 +15,12 @@ tests/robots/snake/test_workers.py).
 The processes are started with the "spawn" method: each imports Warp afresh (a forked copy of an
 initialised Warp runtime is not safe) and loads the kernels from Warp's cache.
 
-Ctrl-C. The workers ignore SIGINT (a terminal sends it to the whole process group): the parent
-alone gets the KeyboardInterrupt, and closing the pool stops the workers, so an interrupted batch
-ends with one message and no worker tracebacks. They are started with SIGINT ignored, which a
-spawned Python keeps, so that no worker is interrupted while it imports either. A worker whose
-parent went away (its pipe closed) ends at its next request or reply, so none is left behind.
+Ctrl-C. The workers ignore SIGINT (a terminal sends it to the whole process group) and SIGTERM (a job
+scheduler sends it to every process of the job): the parent alone gets the KeyboardInterrupt, and closing the
+pool stops the workers, so an interrupted batch ends with one message and no worker tracebacks (a gait run first
+collects the frames it sent ahead: softsnake.robots.snake.simulation). They are started with both ignored, which
+a spawned Python keeps, so that no worker is interrupted while it imports either. A worker whose parent went away
+(its pipe closed, as when the parent is killed) ends at its next request or reply, so none is left behind.
 """
 
 import contextlib
@@ -50,17 +51,22 @@ def _mapping_proxy(items):
 multiprocessing.reduction.ForkingPickler.register(MappingProxyType, lambda proxy: (_mapping_proxy, (dict(proxy),)))
 
 
+WORKER_IGNORED = (signal.SIGINT, signal.SIGTERM)
+"""The signals a worker ignores (the parent handles them and closes the pool)."""
+
+
 @contextlib.contextmanager
-def _sigint_ignored():
-    """Ignore SIGINT inside the block (in the main thread; elsewhere signals cannot be set)."""
+def _interrupts_ignored():
+    """Ignore ``WORKER_IGNORED`` inside the block (in the main thread; elsewhere signals cannot be set)."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    previous = {number: signal.signal(number, signal.SIG_IGN) for number in WORKER_IGNORED}
     try:
         yield
     finally:
-        signal.signal(signal.SIGINT, previous)
+        for number, handler in previous.items():
+            signal.signal(number, handler)
 
 
 def _error_reply(error):
@@ -75,7 +81,8 @@ def _serve(connection, factory, arguments, verbose):
     requests (name, *arguments) with that attribute of the batch: called with the arguments if it
     is a method, else its value. Warp is as quiet as in the parent (``verbose``). Ends on "close",
     or when the parent went away (its end of the pipe closed)."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C and closes the pool
+    for number in WORKER_IGNORED:  # the parent handles Ctrl-C and SIGTERM and closes the pool
+        signal.signal(number, signal.SIG_IGN)
     start_warp(verbose)
     try:
         try:
@@ -143,7 +150,7 @@ class WorkerPool:
                 parent, child = context.Pipe()
                 process = context.Process(target=_serve, args=(child, factory, arguments(begin, end), is_verbose()),
                                           daemon=True)
-                with _sigint_ignored():
+                with _interrupts_ignored():
                     process.start()
                 child.close()
                 self._connections.append(parent)

@@ -68,21 +68,16 @@ def test_other_options_are_refused_in_one_line(folders, capsys):
     _, resumed, _, _ = folders
     assert main(["gait", "--snakes", "2", "--seconds", "0.3", "--out", str(resumed), "--resume"]) == 2
     assert main(RUN + ["--offset", "0.1", "--out", str(resumed), "--resume"]) == 2
-    assert main(RUN + ["--workers", "2", "--out", str(resumed), "--resume"]) == 2
     assert main(RUN + ["--out", str(resumed / "nothing"), "--resume"]) == 2
     errors = capsys.readouterr().err.splitlines()
     assert errors[0].startswith("softsnake gait: error: --resume: the run in ") and " had seconds 0.2, this command 0.3; " in errors[0]
     assert " had offset [-0.3, 0.3], this command [0.1, 0.1]" in errors[1]
-    assert errors[2] == ("softsnake gait: error: --resume goes on in one process: leave out --workers (or give "
-                         "--workers 1)")
-    assert "gait.resume.npz does not exist" in errors[3]
-    assert len(errors) == 4
+    assert "gait.resume.npz does not exist" in errors[2]
+    assert len(errors) == 3
 
 
-def test_the_resumed_run_writes_the_files_of_a_run_never_stopped(folders):
-    straight, resumed, _, _ = folders
-    assert main(RUN + ["--out", str(resumed), "--resume"]) == 0
-    assert sorted(path.name for path in resumed.iterdir()) == sorted(WHOLE)  # the partial files went
+def same_files(straight, resumed):
+    """The files of a straight and of a resumed run: CSV and GIF byte for byte, every USD time sample."""
     for name in ("trajectories.csv", "gait.gif"):
         assert (straight / name).read_bytes() == (resumed / name).read_bytes(), name
     (a, a_end), (b, b_end) = usd_samples(straight / "gait.usdc"), usd_samples(resumed / "gait.usdc")
@@ -90,6 +85,40 @@ def test_the_resumed_run_writes_the_files_of_a_run_never_stopped(folders):
     for path, samples in a.items():
         assert [code for code, _ in samples] == [code for code, _ in b[path]], path
         assert all(np.array_equal(x, y) for (_, x), (_, y) in zip(samples, b[path])), path
+
+
+def test_the_resumed_run_writes_the_files_of_a_run_never_stopped(folders):
+    """Stopped in one process, resumed in two worker processes."""
+    straight, resumed, _, _ = folders
+    assert main(RUN + ["--out", str(resumed), "--resume", "--workers", "2"]) == 0
+    assert sorted(path.name for path in resumed.iterdir()) == sorted(WHOLE)  # the partial files went
+    same_files(straight, resumed)
+
+
+def test_worker_processes_stop_after_the_frames_sent_ahead_and_go_on_in_one_process(folders, tmp_path, capsys):
+    """SIGTERM to a run in two worker processes during frame 13: the workers, which ignore it, finish the frames
+    they were sent ahead and hand them back; the stop point lies after those, and one process goes on from it."""
+    from softsnake.robots.snake.workers import FRAMES_AHEAD, SnakeSimulationWorkers
+
+    straight = folders[0]
+    advance = SnakeSimulationWorkers._advance
+
+    def advance_stopped_in_frame_13(simulation, *args):
+        if simulation.frames_done == STOP_BEFORE_STEP:
+            os.kill(os.getpid(), signal.SIGTERM)
+        advance(simulation, *args)
+
+    SnakeSimulationWorkers._advance = advance_stopped_in_frame_13
+    try:
+        assert main(RUN + ["--out", str(tmp_path), "--workers", "2"]) == 130
+    finally:
+        SnakeSimulationWorkers._advance = advance
+    message = capsys.readouterr().err.strip().splitlines()[-1]
+    assert message.endswith("; the same command with --resume goes on from there"), message
+    with np.load(tmp_path / RESUME_NAME) as saved:
+        assert STOP_BEFORE_STEP + 1 <= int(saved["frame"]) <= STOP_BEFORE_STEP + 1 + FRAMES_AHEAD
+    assert main(RUN + ["--out", str(tmp_path), "--resume"]) == 0
+    same_files(straight, tmp_path)
 
 
 def test_a_damaged_resume_point_is_refused_in_one_line(tmp_path, capsys):

@@ -15,8 +15,9 @@ Every frame (time step dt) the runner
 
 An interrupted run (Ctrl-C or SIGTERM) or one that blew up keeps what it recorded up to its last good frame
 in ``SnakeSimulation.trajectories``. An interrupt lets the frame in progress finish (``softsnake.interrupts``; a
-second one stops at once), and the run keeps where it stopped in ``SnakeSimulation.stop_point``
-(``RunPoint``): ``run(start=...)`` goes on from there, bit for bit as if never stopped.
+second one stops at once; worker processes first finish and hand back the frames they were sent ahead), and the
+run keeps where it stopped in ``SnakeSimulation.stop_point`` (``RunPoint``): ``run(start=...)`` goes on from
+there, bit for bit as if never stopped, in one process or in worker processes whichever the stopped run used.
 
 ``run`` steps the open-loop gait from t = 0 through all frames. Frame by frame, ``step(command)`` takes the links'
 commands of one frame from the caller (a controller that closes the loop on ``observe()``) and runs steps 2-4
@@ -370,13 +371,22 @@ class SnakeSimulation:
     _frames_ahead = 0
     """Frames whose pressures ``run`` hands ``_advance`` ahead (worker processes start them early)."""
 
-    _stops_at_frame_ends = True
-    """Whether an interrupt lets the frame in progress finish and the run keeps a ``stop_point`` (one process; the
-    worker processes take the same Ctrl-C themselves and stop at once)."""
+    def _frames_in_flight(self):
+        """Frames handed to the engine ahead of the one recorded last (worker processes run ahead), [-]."""
+        return 0
+
+    def _state_numpy(self):
+        """The engine's whole state (``State.numpy()``), every snake's."""
+        return self.state.numpy()
+
+    def _load(self, state, newton_counts):
+        """Set the engine's state (``State.numpy()``'s dictionary) and add earlier per-snake Newton counts."""
+        self.state.assign_numpy(state)
+        self.solver.add_newton_counts(NewtonCounts(**newton_counts, budget=0, tolerance=0.0, floor=0.0))
 
     def _stop_point(self, frame, com, curvature, yaw):
         counts = self.newton_counts()
-        return RunPoint(frame, self.state.numpy(), com[:frame + 1].copy(), curvature[:frame + 1].copy(),
+        return RunPoint(frame, self._state_numpy(), com[:frame + 1].copy(), curvature[:frame + 1].copy(),
                         yaw[:frame + 1].copy(), {name: getattr(counts, name) for name in NewtonCounts.COUNTS})
 
     def _start_from(self, start, com, curvature, yaw):
@@ -389,8 +399,7 @@ class SnakeSimulation:
                 raise ConfigError(f"the run point's {name} has shape {value.shape}, not {records[:start.frame + 1].shape} "
                                   f"({self.snake_count} snakes, frames 0 .. {start.frame})")
             records[:start.frame + 1] = value
-        self.state.assign_numpy(start.state)
-        self.solver.add_newton_counts(NewtonCounts(**start.newton_counts, budget=0, tolerance=0.0, floor=0.0))
+        self._load(start.state, start.newton_counts)
 
     def _advance(self, differential, upcoming=()):
         """One frame of the engine: drive the active chamber of every link with the differential pressure
@@ -507,7 +516,7 @@ class SnakeSimulation:
             last_usd_frame = done - done % usd_stride
             recorder = UsdRecorder(usd_path, fps=1.0 / (usd_stride * self.dt),
                                    reopen_after=None if start is None else time[last_usd_frame])
-        interrupts = FrameInterrupts() if self._stops_at_frame_ends else contextlib.nullcontext()
+        interrupts = FrameInterrupts()
         try:
             with recorder or contextlib.nullcontext(), interrupts:
                 if recorder is not None:
@@ -517,8 +526,10 @@ class SnakeSimulation:
                         self._usd_frame(recorder, 0.0, usd_meshes, usd_bodies, particles, body_q)
                 self.frames_done = done
                 for frame in progress_notes(range(done + 1, frames + 1), desc="gait", unit="frame", enabled=progress):
+                    # Once a stop is asked for, nothing more is sent ahead: the frames in flight finish and are recorded.
+                    ahead = 0 if interrupts.requested is not None else self._frames_ahead
                     try:
-                        self._advance(pressure[frame], pressure[frame + 1:frame + 1 + self._frames_ahead])
+                        self._advance(pressure[frame], pressure[frame + 1:frame + 1 + ahead])
                     except SimulationError as exc:
                         raise SimulationError(
                             f"snake {exc.world} blew up ({exc.reason or 'a non-finite input'}) at t = {time[frame]:.4f} s; "
@@ -533,12 +544,12 @@ class SnakeSimulation:
                         self._usd_frame(recorder, time[frame], usd_meshes, usd_bodies, particles, body_q)
                     if on_frame is not None and frame % on_frame_every == 0:
                         on_frame(time[frame], particles, body_q)
-                    if self._stops_at_frame_ends and frame < frames:  # asked for in the last frame: it is done
+                    if frame < frames and not self._frames_in_flight():  # asked for in the last frame: it is done
                         interrupts.check()
         except KeyboardInterrupt:
             self.trajectories = record(done)
             self.latency.reset(pressure=chambers[done])
-            if self._stops_at_frame_ends and interrupts.at_frame_end:
+            if interrupts.at_frame_end and not self._frames_in_flight():
                 self.stop_point = self._stop_point(done, com, curvature, yaw)
             raise
         except SimulationError:

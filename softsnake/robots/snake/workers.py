@@ -16,6 +16,7 @@ a split run records bit for bit the trajectories of one process (tests/robots/sn
 
 import numpy as np
 
+from ...errors import ConfigError
 from ...newton_counts import NewtonCounts
 from ..workers import WorkerPool, check_cpu_device
 from .simulation import SnakeSimulation
@@ -44,6 +45,14 @@ class _Share:
         self._simulation._advance(differential)
         return self._simulation._positions()
 
+    def state(self):
+        return self._simulation._state_numpy()
+
+    def load(self, state, newton_counts):
+        """Set the share's state and add its earlier Newton counts (``SnakeSimulation._load``); then its positions."""
+        self._simulation._load(state, newton_counts)
+        return self._simulation._positions()
+
 
 class SnakeSimulationWorkers(SnakeSimulation):
     """A SnakeSimulation whose snakes are stepped by ``workers`` processes at once (CPU only).
@@ -56,7 +65,6 @@ class SnakeSimulationWorkers(SnakeSimulation):
     """
 
     _frames_ahead = FRAMES_AHEAD
-    _stops_at_frame_ends = False
 
     def __init__(self, snake_count, *, workers=None, **options):
         self._workers = workers
@@ -106,6 +114,35 @@ class SnakeSimulationWorkers(SnakeSimulation):
     def newton_counts(self):
         """How every snake's Newton loops ended so far, the workers' counts joined in snake order."""
         return NewtonCounts.joined(self._pool.request("newton_counts"))
+
+    def _frames_in_flight(self):
+        return self._pool.pending
+
+    def _state_numpy(self):
+        """The shares' states joined in snake order: every array of a snake's world has the same length, and
+        each share's arrays hold its snakes one after the other, as the whole row's do in one process."""
+        parts = self._pool.request("state")
+        joined = {name: np.concatenate([part[name] for part in parts]) for name in parts[0] if name != "multiplier_step"}
+        joined["multiplier_step"] = parts[0]["multiplier_step"]
+        return joined
+
+    def _load(self, state, newton_counts):
+        """Hand every share its snakes' slices of a whole row's state and Newton counts."""
+        per_snake = {}
+        for name, value in state.items():
+            if name == "multiplier_step":
+                continue
+            value = np.asarray(value)
+            if len(value) % self.snake_count:
+                raise ConfigError(f"state array {name} holds {len(value)} items, not a whole number per snake "
+                                  f"({self.snake_count} snakes)")
+            per_snake[name] = len(value) // self.snake_count
+        arguments = []
+        for begin, end in self._pool.shares:
+            share = {name: np.asarray(state[name])[begin * n:end * n] for name, n in per_snake.items()}
+            share["multiplier_step"] = state["multiplier_step"]
+            arguments.append((share, {name: np.asarray(value)[begin:end] for name, value in newton_counts.items()}))
+        self._gathered = self._join(self._pool.request("load", arguments))
 
     def close(self):
         """Stop the worker processes (also done on leaving a ``with`` block)."""
