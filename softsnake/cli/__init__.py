@@ -5,11 +5,17 @@ and ``run(args) -> int``; a command module only parses and checks its options, c
 packages' library functions, prints messages and writes files. Modules are imported only when
 their command runs, so ``softsnake --help`` stays fast and one broken command cannot break the
 others.
+
+A job scheduler's SIGTERM stops a command as Ctrl-C does (a KeyboardInterrupt: the command keeps what it computed
+and exits with status 130), unless the process ignores SIGTERM.
 """
 
 import argparse
+import contextlib
 import importlib
+import signal
 import sys
+import threading
 
 from softsnake.errors import UsageError
 
@@ -33,6 +39,23 @@ def version():
     from softsnake import __version__
 
     return __version__
+
+
+def _terminated(_number, _frame):
+    raise KeyboardInterrupt
+
+
+@contextlib.contextmanager
+def sigterm_as_interrupt():
+    """SIGTERM raises KeyboardInterrupt inside the block (in the main thread, where its handler is the default)."""
+    if threading.current_thread() is not threading.main_thread() or signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
+        yield
+        return
+    signal.signal(signal.SIGTERM, _terminated)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
 def build_parser():
@@ -63,7 +86,8 @@ def main(argv=None):
         from .common import quiet_warp
 
         quiet_warp(args.verbose)
-        return int(module.run(args) or 0)
+        with sigterm_as_interrupt():
+            return int(module.run(args) or 0)
     except UsageError as exc:
         print(f"softsnake {name}: error: {exc}", file=sys.stderr)
         return 2

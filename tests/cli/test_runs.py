@@ -127,6 +127,22 @@ def test_interrupted_gait_keeps_a_readable_partial_usd_and_csv(tmp_path):
     assert stage.GetEndTimeCode() > 0
 
 
+def test_a_schedulers_sigterm_stops_a_command_as_ctrl_c_does(tmp_path):
+    """SIGTERM (what a job scheduler sends at its time limit) to a vine run: exit status 130, one message, and the
+    run kept up to then, as after Ctrl-C (softsnake.cli.sigterm_as_interrupt)."""
+    process = softsnake("vine", "jitosho_cluttered_1", "--seconds", "100", "--out", "out", cwd=tmp_path)
+    _wait_for_start(process)
+    time.sleep(4.0)  # some steps
+    process.send_signal(signal.SIGTERM)
+    out, err = process.communicate(timeout=120)
+    assert process.returncode == 130, err
+    assert "Traceback" not in err
+    lines = [line for line in err.splitlines() if not re.match(r"vine \S+: \d+/\d+ ", line)]  # progress notes
+    assert len(lines) == 1 and "interrupted at t = " in lines[0], err
+    for name in ("jitosho_cluttered_1.partial.usdc", "jitosho_cluttered_1_tips.partial.csv"):
+        assert (tmp_path / "out" / name).is_file(), name
+
+
 def _interrupt_workers(process, folder, kept):
     """Ctrl-C to a command that runs worker processes (start_new_session) and the whole of what it
     then says: exit status 130, no traceback, no Warp line, one message on standard error besides the
