@@ -23,6 +23,17 @@ GAIT_SECONDS = 3.0  # 360 frames: 20-40 s for one coarse snake on one core, long
 GAIT_LIMIT = 10  # [s]: the start (2-4 s) and some frames
 
 
+@pytest.fixture(scope="module", autouse=True)
+def kernels_in_the_cache():
+    """The gait must be past its start (Warp's kernels compiled: 35-47 s cold on 2 cores) when GAIT_LIMIT stops it:
+    the gait's kernel modules, compiled for the CPU into Warp's kernel cache, which the script's processes read."""
+    import warp as wp
+
+    import softsnake.robots.snake.simulation  # noqa: F401  (their kernel modules, imported)
+
+    wp.force_load(device="cpu")
+
+
 def session(checkout, stash, out, *stages, **env):
     environment = {**os.environ, "PYTHON": sys.executable, "DEVICE": "cpu", "SNAKES": "1",
                    "GAIT_SECONDS": str(GAIT_SECONDS), "STASH": str(stash), "OUT": str(out), "STAGE_SECONDS": "120",
