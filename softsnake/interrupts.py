@@ -11,10 +11,29 @@ interrupts where it lands, as without it. A signal the process ignores (SIGINT i
 ``&`` from a script) stays ignored.
 """
 
+import contextlib
 import signal
 import threading
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+@contextlib.contextmanager
+def signal_handlers(numbers, handler, *, replaces=lambda current: True):
+    """Inside the block, ``handler`` (a function of (signal number, frame), or ``signal.SIG_IGN``) handles each
+    signal of ``numbers`` whose current handler ``replaces(current)`` accepts; the handlers before come back after.
+    Only the main thread can set handlers: elsewhere nothing changes. Yields the signals it took over."""
+    if threading.current_thread() is not threading.main_thread():
+        yield ()
+        return
+    previous = {number: signal.getsignal(number) for number in numbers if replaces(signal.getsignal(number))}
+    for number in previous:
+        signal.signal(number, handler)
+    try:
+        yield tuple(previous)
+    finally:
+        for number, before in previous.items():
+            signal.signal(number, before)
 
 
 class FrameInterrupts:
@@ -28,21 +47,15 @@ class FrameInterrupts:
         self.requested = None
         """The signal number of the first interrupt asked for, or None."""
         self.at_frame_end = True
-        self._previous = None
+        self._handlers = None
 
     def __enter__(self):
-        if threading.current_thread() is threading.main_thread():
-            self._previous = {number: signal.getsignal(number) for number in SIGNALS
-                              if signal.getsignal(number) is not signal.SIG_IGN}
-            for number in self._previous:
-                signal.signal(number, self._ask)
+        self._handlers = signal_handlers(SIGNALS, self._ask, replaces=lambda current: current is not signal.SIG_IGN)
+        self._handlers.__enter__()
         return self
 
     def __exit__(self, exc_type, exc_value, traceback):
-        if self._previous is not None:
-            for number, handler in self._previous.items():
-                signal.signal(number, handler)
-            self._previous = None
+        self._handlers.__exit__(None, None, None)
         if exc_type is KeyboardInterrupt and self.requested is None:
             self.at_frame_end = False  # a Ctrl-C that no handler of ours saw (not the main thread)
         return False

@@ -11,13 +11,12 @@ and exits with status 130), unless the process ignores SIGTERM.
 """
 
 import argparse
-import contextlib
 import importlib
 import signal
 import sys
-import threading
 
 from softsnake.errors import UsageError
+from softsnake.interrupts import signal_handlers
 
 DESCRIPTION = ("Simulate pneumatic soft robots (the four-link soft snake and the vine robot) with softsnake's "
                "constraint-dynamics engine on NVIDIA Warp. Run 'softsnake COMMAND --help' for a command's options.")
@@ -45,17 +44,10 @@ def _terminated(_number, _frame):
     raise KeyboardInterrupt
 
 
-@contextlib.contextmanager
 def sigterm_as_interrupt():
-    """SIGTERM raises KeyboardInterrupt inside the block (in the main thread, where its handler is the default)."""
-    if threading.current_thread() is not threading.main_thread() or signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
-        yield
-        return
-    signal.signal(signal.SIGTERM, _terminated)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    """Context manager: SIGTERM raises KeyboardInterrupt inside the block (in the main thread, where its handler is
+    the default)."""
+    return signal_handlers((signal.SIGTERM,), _terminated, replaces=lambda current: current is signal.SIG_DFL)
 
 
 def build_parser():

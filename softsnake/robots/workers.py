@@ -23,18 +23,17 @@ a spawned Python keeps, so that no worker is interrupted while it imports either
 (its pipe closed, as when the parent is killed) ends at its next request or reply, so none is left behind.
 """
 
-import contextlib
 import multiprocessing
 import multiprocessing.reduction
 import os
 import signal
-import threading
 from types import MappingProxyType
 
 import numpy as np
 
 from softsnake.console import is_verbose, start_warp
 from softsnake.errors import ConfigError, ModelError, SimulationError
+from softsnake.interrupts import signal_handlers
 from softsnake.validation import positive_integer
 
 FORWARDED_ERRORS = {error.__name__: error for error in (ModelError, ConfigError)}
@@ -53,20 +52,6 @@ multiprocessing.reduction.ForkingPickler.register(MappingProxyType, lambda proxy
 
 WORKER_IGNORED = (signal.SIGINT, signal.SIGTERM)
 """The signals a worker ignores (the parent handles them and closes the pool)."""
-
-
-@contextlib.contextmanager
-def _interrupts_ignored():
-    """Ignore ``WORKER_IGNORED`` inside the block (in the main thread; elsewhere signals cannot be set)."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = {number: signal.signal(number, signal.SIG_IGN) for number in WORKER_IGNORED}
-    try:
-        yield
-    finally:
-        for number, handler in previous.items():
-            signal.signal(number, handler)
 
 
 def _error_reply(error):
@@ -150,7 +135,7 @@ class WorkerPool:
                 parent, child = context.Pipe()
                 process = context.Process(target=_serve, args=(child, factory, arguments(begin, end), is_verbose()),
                                           daemon=True)
-                with _interrupts_ignored():
+                with signal_handlers(WORKER_IGNORED, signal.SIG_IGN):
                     process.start()
                 child.close()
                 self._connections.append(parent)
