@@ -45,13 +45,14 @@ class State:
         (pressure_channel_count,): the elastic warm start keeps carried soft-body forces more cautiously in a
         world whose pressures changed since (``Solver``'s ``elastic_warm_start``), so a state carries them too."""
 
-    ARRAYS = ("particle_q", "particle_qd", "particle_f", "body_q", "body_qd", "body_f", "multipliers",
-              "multiplier_pressure")
+    CARRIED = ("particle_q", "particle_qd", "body_q", "body_qd", "multipliers", "multiplier_pressure")
+    """The arrays a step carries into the next (``assign`` copies them, with ``multiplier_step``)."""
+    ARRAYS = CARRIED + ("particle_f", "body_f")
     """The names of a state's arrays: everything a step reads from the state, with ``multiplier_step``."""
 
     def assign(self, other):
         """Copy positions, velocities and carried multipliers (not forces) from another state of the same model."""
-        for name in ("particle_q", "particle_qd", "body_q", "body_qd", "multipliers", "multiplier_pressure"):
+        for name in self.CARRIED:
             wp.copy(getattr(self, name), getattr(other, name))
         self.multiplier_step = other.multiplier_step
 

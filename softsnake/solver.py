@@ -311,10 +311,11 @@ class Solver:
             counts.zero_()
 
     def add_newton_counts(self, counts):
-        """Add the per-world counts of an earlier run (``NewtonCounts``, of the same worlds) to this solver's: a
-        run that goes on from a saved state reports its whole length."""
+        """Add the per-world counts of an earlier run of the same worlds to this solver's: ``counts`` maps each of
+        ``NewtonCounts.COUNTS`` to one count per world. A run that goes on from a saved state reports its whole
+        length."""
         for name, target in zip(NewtonCounts.COUNTS, self._newton_count_arrays):
-            earlier = np.asarray(getattr(counts, name))
+            earlier = np.asarray(counts[name])
             if earlier.shape != (self.model.world_count,):
                 raise ConfigError(f"newton counts {name} hold {earlier.shape} values, not one per world "
                                   f"({self.model.world_count})")

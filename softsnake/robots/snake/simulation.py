@@ -347,12 +347,7 @@ class SnakeSimulation:
         Returns the chambers' pressures after the frame (snake_count, link_count, 2) [Pa]; ConfigError for a
         command of another shape, not finite or above the supply pressure, before anything moves."""
         chambers = self.latency.step(command, self.dt)
-        try:
-            self._advance(self.latency.differential)
-        except SimulationError as exc:
-            raise SimulationError(f"snake {exc.world} blew up ({exc.reason or 'a non-finite input'}) in frame "
-                                  f"{self.frames_done + 1}", world=exc.world, step=self.frames_done + 1,
-                                  reason=exc.reason) from None
+        self._advance_frame(self.frames_done + 1, self.latency.differential)
         self.frames_done += 1
         return chambers
 
@@ -382,7 +377,7 @@ class SnakeSimulation:
     def _load(self, state, newton_counts):
         """Set the engine's state (``State.numpy()``'s dictionary) and add earlier per-snake Newton counts."""
         self.state.assign_numpy(state)
-        self.solver.add_newton_counts(NewtonCounts(**newton_counts, budget=0, tolerance=0.0, floor=0.0))
+        self.solver.add_newton_counts(newton_counts)
 
     def _stop_point(self, frame, com, curvature, yaw):
         counts = self.newton_counts()
@@ -400,6 +395,15 @@ class SnakeSimulation:
                                   f"({self.snake_count} snakes, frames 0 .. {start.frame})")
             records[:start.frame + 1] = value
         self._load(start.state, start.newton_counts)
+
+    def _advance_frame(self, frame, differential, upcoming=()):
+        """``_advance`` to the end of frame ``frame``; a snake that blew up is named with the frame's end time."""
+        try:
+            self._advance(differential, upcoming)
+        except SimulationError as exc:
+            raise SimulationError(
+                f"snake {exc.world} blew up ({exc.reason or 'a non-finite input'}) at t = {frame * self.dt:.4f} s; "
+                "reduce dt or check the snake's parameters", world=exc.world, step=frame, reason=exc.reason) from None
 
     def _advance(self, differential, upcoming=()):
         """One frame of the engine: drive the active chamber of every link with the differential pressure
@@ -528,13 +532,7 @@ class SnakeSimulation:
                 for frame in progress_notes(range(done + 1, frames + 1), desc="gait", unit="frame", enabled=progress):
                     # Once a stop is asked for, nothing more is sent ahead: the frames in flight finish and are recorded.
                     ahead = 0 if interrupts.requested is not None else self._frames_ahead
-                    try:
-                        self._advance(pressure[frame], pressure[frame + 1:frame + 1 + ahead])
-                    except SimulationError as exc:
-                        raise SimulationError(
-                            f"snake {exc.world} blew up ({exc.reason or 'a non-finite input'}) at t = {time[frame]:.4f} s; "
-                            "reduce dt or check the snake's parameters", world=exc.world, step=frame,
-                            reason=exc.reason) from None
+                    self._advance_frame(frame, pressure[frame], pressure[frame + 1:frame + 1 + ahead])
                     particles, body_q = self._positions()
                     com[frame], curvature[frame], heading = self._observe(particles, body_q)
                     # Continuous heading: add the wrapped change since the last frame.
