@@ -38,8 +38,9 @@ def add_arguments(parser):
     parser.add_argument("--test", default="1,4,6", metavar="K,K,...", help="test videos (default 1,4,6; '' for none)")
     parser.add_argument("--optimizer", choices=("adam", "lbfgs"), default="adam",
                         help="adam (seed 003's choice; robust on rough losses) or lbfgs (L-BFGS-B) (default adam)")
-    parser.add_argument("--evaluations", type=int, default=40, metavar="N",
-                        help="most loss-and-gradient evaluations of the fit (default 40)")
+    parser.add_argument("--evaluations", type=int, default=300, metavar="N",
+                        help="most loss-and-gradient evaluations of the fit; Adam stops before once converged "
+                             "(default 300)")
     parser.add_argument("--start", default=None, metavar="FIT.json",
                         help="start from the model of an earlier fit's JSON file (default: the model's initial values)")
     parser.add_argument("--out", default=".", metavar="DIR", help="output folder (default: current folder)")
@@ -136,7 +137,7 @@ def run(args):
     write_dict_csv(out / f"{stem}_errors.csv", rows)
     print(f"{fit.model.describe()}; {fit.evaluations} evaluations in {fit.seconds:.0f} s ({fit.message})")
     for evaluation, error in fit.failures:
-        print(f"evaluation {evaluation} failed (no gradient; Adam stepped back at half its rate): {error}")
+        print(f"evaluation {evaluation} failed (no gradient; Adam went back to its best point at half its rate): {error}")
     for row in rows:
         print(f"video {row['video']} ({row['split']}): tip mean {row['tip_mean_mm']:.1f} mm, shape mean "
               f"{row['shape_mean_mm']:.1f} mm")

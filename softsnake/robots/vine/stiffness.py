@@ -103,6 +103,25 @@ EPS_CRIT_PRESSURE_SCALE = 5836.0
 EPS_CRIT_COEFFICIENTS = (0.002077863400343, 0.009091543113141, 0.014512785114617, 0.007656015122415)
 """Cubic coefficients of eps_crit(s), highest power first (dimensionless)."""
 
+
+def eps_crit_pressure(eps):
+    """The pressure [Pa] at which the eps_crit cubic reaches ``eps`` (in (0, 1]): its inverse on the branch that
+    rises from the cubic's centre (``EPS_CRIT_PRESSURE_MEAN``, where eps_crit = 0.0077) to ``EPS_CRIT_PRESSURE_LIMIT``.
+    """
+    eps = float(eps)
+    if not 0.0 < eps <= 1.0:
+        raise ConfigError(f"eps must lie in (0, 1], got {eps!r}")
+    roots = np.roots(np.array(EPS_CRIT_COEFFICIENTS) - np.array([0.0, 0.0, 0.0, eps]))
+    rising = [r.real for r in roots if abs(r.imag) < 1e-9 and r.real >= 0.0]
+    if not rising:
+        raise ConfigError(f"eps {eps!r} lies below the cubic's value at its centre")
+    return EPS_CRIT_PRESSURE_MEAN + EPS_CRIT_PRESSURE_SCALE * min(rising)
+
+
+EPS_CRIT_PRESSURE_LIMIT = eps_crit_pressure(1.0)
+"""Highest pressure of the wrinkling model [Pa] (about 43.2 kPa): there the cubic eps_crit reaches 1 and the tube
+would wrinkle only when folded flat; above it ``eps_crit`` refuses the pressure."""
+
 _SERIES_BELOW = 0.2
 """Below this u = pi - gamma_0 [rad] the Taylor series replace the cancelling direct forms."""
 

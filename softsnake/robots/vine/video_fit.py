@@ -16,8 +16,15 @@ they are. The fit is Adam (seed 003 uses AdamW) or L-BFGS-B (SciPy) on the train
 loss; every evaluation is one batched rollout of all training videos and its gradient
 (``vine_gradients``: the adjoint of each converged step). Rollouts along walls make the loss rough
 (a vine slips past a wall's end or not; the wrinkling curve's flat part): L-BFGS-B's line searches
-stalled there (the wrinkling rollout fit did not leave its start in 10 evaluations), Adam's fixed
-steps do not.
+stalled there (the wrinkling rollout fit did not leave its start in 10 evaluations), Adam's steps
+do not. At a fixed rate Adam does not settle: it circles a minimum at the rate's distance (the
+wrinkling rollout fit's best loss still fell 10 % between its 20th and 40th evaluation while its loss
+swung by 20 %). So a fit explores at the fixed rate for ``ADAM_EXPLORATION`` evaluations (halving it at
+once where the loss stops falling, it settled in the first dip of a rough loss: the wrinkling rollout
+fit at 408 mm^2 where exploring finds 366), then refines from the best point met: the rate halves, back
+at the best point, whenever ``ADAM_PATIENCE`` evaluations in a row lower the best loss by less than
+``ADAM_IMPROVEMENT`` in all, and the fit stops, converged at the rate's resolution, where the rate would
+fall below ``ADAM_FINAL_RATE``. It converges to a local minimum of a rough loss, not a global one.
 
 Losses (``backbones``: both backbones resampled to 50 points evenly in arc length, mean squared
 distance of corresponding points [m^2]):
@@ -50,10 +57,10 @@ from softsnake.errors import ConfigError, ModelError, SimulationError
 from .backbones import SHAPE_SAMPLES, resample_polyline, resampled_squared_distance, rollout_loss, video_errors
 from .fitting import SOLVER_OPTIONS as CONVERGED_OPTIONS
 from .gradients import mlp_weight_gradient, vine_gradients, wrinkling_pressure_gradient
-from .robot import mlp_moment_curve
+from .robot import MOMENT_CURVE_MAX_ANGLE, mlp_moment_curve
 from .scene import VineParams
 from .simulation import VineBatch, VineSpec, pin_points, pin_points_adjoint
-from .stiffness import MlpMoment
+from .stiffness import MlpMoment, eps_crit_pressure
 from .video import growth_schedule, rollout_videos, steps_per_frame, video_state, video_vine
 
 SOLVER_OPTIONS = {**CONVERGED_OPTIONS, "energy_floor": 1e-3}
@@ -107,8 +114,13 @@ scaled by FIRST_STEP / |its first gradient| (its minimiser unchanged): unscaled,
 per cent and 20 evaluations moved the rollout fit by 2 % of its loss."""
 
 LOG_BOUNDS = {"body_mass": (1e-4, 1.0), "body_inertia": (1e-7, 1e-1), "damping": (1e-7, 1.0),
-              "stiffness": (1e-5, 10.0), "pressure": (10.0, 1e5)}
-"""Bounds of the positive parameters [SI]."""
+              "stiffness": (1e-5, 10.0),
+              "pressure": (10.0, (1.0 - 1e-3) * eps_crit_pressure(math.sin(0.5 * MOMENT_CURVE_MAX_ANGLE)))}
+"""Bounds of the positive parameters [SI]. The wrinkling pressure's upper bound (about 43.1 kPa) keeps the wrinkling
+onset, 2 asin(eps_crit), inside the pins' sampled moment curve (``robot.MOMENT_CURVE_MAX_ANGLE``), so that the
+curve's samples, and its derivative in the pressure, stay the same around every pressure the fit tries; it lies just
+below the end of the eps_crit cubic (``stiffness.EPS_CRIT_PRESSURE_LIMIT``, 43.2 kPa). With 1e5 Pa, fits stepped
+beyond either and stopped with the cubic's or the derivative's error."""
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -309,45 +321,76 @@ OPTIMIZERS = ("adam", "lbfgs")
 """Optimisers of ``fit_videos``."""
 
 ADAM_RATE = 0.1
-"""Adam's step per coordinate of the fitted vector [-]: about 10 % of a positive parameter per iteration."""
+"""Adam's first step per coordinate of the fitted vector [-]: about 10 % of a positive parameter per iteration."""
+
+ADAM_EXPLORATION = 40
+"""Evaluations at the first rate before the refinement starts [-]."""
+
+ADAM_PATIENCE = 5
+"""Evaluations in a row without a new best loss (by ``ADAM_IMPROVEMENT``) after which Adam goes back to its best
+point at half the rate [-]."""
+
+ADAM_IMPROVEMENT = 1e-3
+"""Least relative fall of the best loss that counts as progress [-]."""
+
+ADAM_FINAL_RATE = ADAM_RATE / 16
+"""Adam's convergence: it stops where the rate would halve below this [-] (steps of 0.6 % of a positive parameter
+that no longer lower the loss by 0.1 % in ``ADAM_PATIENCE`` evaluations)."""
 
 
-def _adam(evaluate_at, x0, bounds, iterations, rate):
+def _adam(evaluate_at, x0, bounds, iterations, rate, *, exploration=ADAM_EXPLORATION, patience=ADAM_PATIENCE,
+          improvement=ADAM_IMPROVEMENT, final_rate=ADAM_FINAL_RATE):
     """Adam (Kingma and Ba; seed 003 fits with AdamW, here without weight decay: every parameter is
-    physical) on the fitted vector within ``bounds``. ``evaluate_at(x)`` gives (loss, gradient), or None
-    where the rollout failed: then the step is taken back to the best point and the rate halved.
-    Returns a message."""
+    physical) on the fitted vector within ``bounds``, at most ``iterations`` evaluations. ``evaluate_at(x)``
+    gives (loss, gradient), or None where the rollout failed. A failed evaluation, the end of the first
+    ``exploration`` evaluations, and after them ``patience`` in a row over which the best loss fell by less
+    than the fraction ``improvement``, send it back to the best point with half the rate and fresh moments;
+    it stops, converged, where the rate would fall below ``final_rate``. Returns a message that says which
+    way it ended."""
     lower = np.array([-np.inf if low is None else low for low, _ in bounds])
     upper = np.array([np.inf if high is None else high for _, high in bounds])
     x, best_x, best = np.array(x0, dtype=float), np.array(x0, dtype=float), math.inf
-    first, second = np.zeros_like(x), np.zeros_like(x)
     beta1, beta2, eps = 0.9, 0.999, 1e-12
-    for t in range(1, iterations + 1):
+    first, second, t = np.zeros_like(x), np.zeros_like(x), 0
+    # Progress is the best loss's fall since the last evaluation that counted as progress, so that a slow but
+    # steady descent (a fraction of `improvement` each evaluation) adds up and is not taken for a plateau.
+    stale, reference = 0, math.inf
+    for evaluation in range(1, iterations + 1):
         result = evaluate_at(x)
-        if result is None:
-            x, rate = best_x.copy(), 0.5 * rate
+        if result is not None:
+            value, gradient = result
+            if value < best:
+                best, best_x = value, x.copy()
+            stale, reference = (0, best) if best < reference * (1.0 - improvement) else (stale + 1, reference)
+        if result is None or evaluation == exploration or (evaluation > exploration and stale >= patience):
+            if 0.5 * rate < final_rate and result is None:
+                return f"Adam: stopped after {evaluation} evaluations: one failed at its smallest rate {rate:g}"
+            if 0.5 * rate < final_rate:
+                return (f"Adam: converged after {evaluation} evaluations (no {improvement:.1%} fall of the loss in "
+                        f"{patience} at rate {rate:g})")
+            x, rate, stale = best_x.copy(), 0.5 * rate, 0
+            first, second, t = np.zeros_like(x), np.zeros_like(x), 0
             continue
-        value, gradient = result
-        if value < best:
-            best, best_x = value, x.copy()
+        t += 1
         first = beta1 * first + (1.0 - beta1) * gradient
         second = beta2 * second + (1.0 - beta2) * gradient ** 2
         step = (first / (1.0 - beta1 ** t)) / (np.sqrt(second / (1.0 - beta2 ** t)) + eps * np.abs(gradient).max() + 1e-300)
         x = np.clip(x - rate * step, lower, upper)
-    return f"Adam: {iterations} iterations, final rate {rate:g}"
+    return f"Adam: not converged, stopped at its {iterations} evaluations at rate {rate:g}"
 
 
 def fit_videos(kind, videos, *, loss="rollout", optimizer="adam", max_evaluations=20, start=None,
                link_count=FIT_LINKS, dt=FIT_DT, solver_options=None, progress=None):
     """Fit the stiffness model ``kind`` to ``videos`` on ``loss`` ("rollout" or "one_step").
 
-    optimizer: "adam" (``ADAM_RATE`` per coordinate and iteration; robust where the loss is rough, as
-        rollouts along walls are) or "lbfgs" (L-BFGS-B, SciPy; fewer evaluations on smooth losses)
+    optimizer: "adam" (``ADAM_RATE`` per coordinate and iteration at first, halved where the loss stops falling,
+        until ``ADAM_FINAL_RATE``; robust where the loss is rough, as rollouts along walls are) or "lbfgs"
+        (L-BFGS-B, SciPy; fewer evaluations on smooth losses)
     start: the VideoModel to start from (default ``VideoModel.initial(kind)``)
     max_evaluations: most loss-and-gradient evaluations (each a batched rollout of the videos)
     progress: optional callable(evaluation, loss [m^2], model), called after every evaluation
     An evaluation whose rollout blows up (SimulationError) or whose MLP curve saturates (ModelError)
-    has no gradient: Adam steps back to the best point with half the rate, L-BFGS-B sees a loss 100
+    has no gradient: Adam goes back to the best point with half the rate, L-BFGS-B sees a loss 100
     times the best so far, so its line search steps back. Returns a VideoFit holding the model of the
     lowest loss met.
     """

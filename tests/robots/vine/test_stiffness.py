@@ -35,6 +35,30 @@ def test_eps_crit_vectorised_and_increasing():
     assert np.all(np.diff(values) > 0.0)
 
 
+def test_eps_crit_pressure_limit_is_where_the_cubic_reaches_one():
+    """``EPS_CRIT_PRESSURE_LIMIT`` solves cubic(s) = 1 (checked by evaluating the cubic there, to 1e-9), the cubic
+    rises up to it from 10 Pa, and eps_crit refuses a pressure 1e-6 above it in one line."""
+    limit = st.EPS_CRIT_PRESSURE_LIMIT
+    s = (limit - 6167.0) / 5836.0
+    a, b, c, d = st.EPS_CRIT_COEFFICIENTS
+    assert a * s**3 + b * s**2 + c * s + d == pytest.approx(1.0, abs=1e-9)
+    assert np.all(np.diff(st.eps_crit(np.linspace(10.0, limit * (1.0 - 1e-9), 2000))) > 0.0)
+    with pytest.raises(ConfigError, match="beyond the eps_crit fit"):
+        st.eps_crit(limit * (1.0 + 1e-6))
+
+
+def test_eps_crit_pressure_inverts_the_cubic():
+    """eps_crit(eps_crit_pressure(eps)) = eps to 1e-12 from the centre's 0.0077 up to 1; eps outside (0, 1] or below
+    the centre's value is refused in one line."""
+    for eps in (0.0096, 0.05, 0.3, 0.9, 0.997, 1.0 - 1e-9):
+        assert st.eps_crit(st.eps_crit_pressure(eps)) == pytest.approx(eps, rel=1e-12)
+    for bad in (0.0, 1.5, -0.1):
+        with pytest.raises(ConfigError, match="eps must lie in"):
+            st.eps_crit_pressure(bad)
+    with pytest.raises(ConfigError, match="below the cubic's value at its centre"):
+        st.eps_crit_pressure(0.001)
+
+
 def test_comer_levy_closed_form_points():
     pressure, full = PRESSURES[1], st.fully_wrinkled_moment(PRESSURES[1], RADIUS)
     assert full == pytest.approx(np.pi * pressure * RADIUS**3, rel=1e-15)
