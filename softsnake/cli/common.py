@@ -47,6 +47,21 @@ def check_positive(option, value):
         raise UsageError(f"{option} must be a positive number, got {value}")
 
 
+def parse_budget(text, default):
+    """A solver budget {"newton_iterations": N, "linear_iterations": L} from "NxL" (``--budget``); None gives a copy
+    of ``default``. UsageError naming the option unless N and L are whole numbers of at least 1."""
+    if text is None:
+        return dict(default)
+    newton, _, linear = text.lower().partition("x")
+    try:
+        budget = {"newton_iterations": int(newton), "linear_iterations": int(linear)}
+    except ValueError:
+        raise UsageError(f"--budget must be NxL with whole numbers N and L (e.g. 16x160), got {text!r}") from None
+    if min(budget.values()) < 1:
+        raise UsageError(f"--budget {text}: N and L must be at least 1")
+    return budget
+
+
 def check_at_least(option, value, minimum):
     """UsageError unless the integer ``value`` of ``option`` is at least ``minimum``."""
     if value < minimum:

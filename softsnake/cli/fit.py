@@ -1,4 +1,4 @@
-"""``softsnake fit MODEL [--loss rollout|one_step] [--train 2,3,5] [--test 1,4,6] [--start FIT.json] [--optimizer adam|lbfgs] [--evaluations N] [--out DIR]``.
+"""``softsnake fit MODEL [--loss rollout|one_step] [--train 2,3,5] [--test 1,4,6] [--start FIT.json] [--optimizer adam|lbfgs] [--evaluations N] [--budget NxL] [--out DIR]``.
 
 Fits a vine stiffness model (linear, mlp or wrinkling: softsnake.robots.vine.video_fit) to Chen et
 al.'s real videos (seed 003; shared/reference/vine/chen_real_video) by Adam or L-BFGS-B with gradients
@@ -24,7 +24,7 @@ from pathlib import Path
 from softsnake.errors import ConfigError, UsageError
 from softsnake.output_files import replaced_when_complete, write_dict_csv
 
-from .common import check_at_least, make_output_folder
+from .common import check_at_least, make_output_folder, parse_budget
 
 
 def add_arguments(parser):
@@ -41,6 +41,10 @@ def add_arguments(parser):
     parser.add_argument("--evaluations", type=int, default=300, metavar="N",
                         help="most loss-and-gradient evaluations of the fit; Adam stops before once converged "
                              "(default 300)")
+    parser.add_argument("--budget", default=None, metavar="NxL",
+                        help="solver budget of every rollout step: N Newton x L conjugate residual iterations at most "
+                             "(default: the fit's 30x60, which does not converge the wrinkling model's rollouts once a "
+                             "vine presses on a wall; 200x200 does, 1.3-2 times slower per evaluation)")
     parser.add_argument("--start", default=None, metavar="FIT.json",
                         help="start from the model of an earlier fit's JSON file (default: the model's initial values)")
     parser.add_argument("--out", default=".", metavar="DIR", help="output folder (default: current folder)")
@@ -81,6 +85,9 @@ def run(args):
     from softsnake.robots.vine.video import load_videos
 
     check_at_least("--evaluations", args.evaluations, 1)
+    budget = parse_budget(args.budget, {key: video_fit.SOLVER_OPTIONS[key]
+                                        for key in ("newton_iterations", "linear_iterations")})
+    solver_options = {**video_fit.SOLVER_OPTIONS, **budget}
     try:
         available = chen_video_ids()
     except ConfigError as exc:
@@ -100,7 +107,8 @@ def run(args):
     out = make_output_folder(args.out)
     stem = f"fit_{args.model}_{args.loss}"
     train_videos, test_videos = load_videos(train), load_videos(test)
-    settings = {"start": args.start, "optimizer": args.optimizer, "evaluations": args.evaluations, "links": video_fit.FIT_LINKS, "dt_s": video_fit.FIT_DT, "loss": args.loss, "train": train,
+    settings = {"start": args.start, "optimizer": args.optimizer, "evaluations": args.evaluations,
+                "budget": budget, "links": video_fit.FIT_LINKS, "dt_s": video_fit.FIT_DT, "loss": args.loss, "train": train,
                 "test": test, "one_step_stride": video_fit.ONE_STEP_STRIDE}
     best = {}
 
@@ -114,7 +122,8 @@ def run(args):
           f"evaluations)", flush=True)
     try:
         fit = video_fit.fit_videos(args.model, train_videos, loss=args.loss, max_evaluations=args.evaluations,
-                                   optimizer=args.optimizer, start=start, progress=progress)
+                                   optimizer=args.optimizer, start=start, progress=progress,
+                                   solver_options=solver_options)
     except KeyboardInterrupt:
         if "model" in best:
             partial = out / f"{stem}.partial.json"
@@ -123,9 +132,9 @@ def run(args):
             print(f"interrupted: the best model so far is in {partial}")
         raise
     clock = time.perf_counter()
-    rows = error_rows(video_fit.evaluate(fit.model, train_videos)[0], "train")
+    rows = error_rows(video_fit.evaluate(fit.model, train_videos, solver_options=solver_options)[0], "train")
     if test_videos:
-        rows += error_rows(video_fit.evaluate(fit.model, test_videos)[0], "test")
+        rows += error_rows(video_fit.evaluate(fit.model, test_videos, solver_options=solver_options)[0], "test")
     # A failed evaluation (a blow-up) has no loss: null in the file.
     losses = [loss if math.isfinite(loss) else None for loss in fit.losses]
     document = {"model": video_fit.model_to_dict(fit.model), "losses_m2": losses,

@@ -48,7 +48,7 @@ from softsnake.units import pa_to_psi, psi_to_pa
 
 from . import gait_resume
 from .common import (add_snake_config_option, check_at_least, check_device, check_positive, check_run_size, duration_text,
-                     make_output_folder, output_folder, snake_config)
+                     make_output_folder, output_folder, parse_budget, snake_config)
 from .workers import add_workers_option, check_workers, cores_used, worker_processes
 
 SNAKES_DEFAULT = 3
@@ -126,20 +126,6 @@ def _parse_values(option, text, snakes):
     return np.asarray(values if len(values) > 1 else values * snakes)
 
 
-def parse_budget(text):
-    """The solver budget {"newton_iterations": N, "linear_iterations": L} from "NxL" (None: the snake's)."""
-    if text is None:
-        return dict(SNAKE_BUDGET)
-    newton, _, linear = text.lower().partition("x")
-    try:
-        budget = {"newton_iterations": int(newton), "linear_iterations": int(linear)}
-    except ValueError:
-        raise UsageError(f"--budget must be NxL with whole numbers N and L (e.g. 16x160), got {text!r}") from None
-    if min(budget.values()) < 1:
-        raise UsageError(f"--budget {text}: N and L must be at least 1")
-    return budget
-
-
 def _parse_sweep(text, snakes):
     """(option name, values) from "NAME=LOW:HIGH"."""
     name, _, bounds = text.partition("=")
@@ -197,7 +183,7 @@ def pictured_snakes(args):
 
 
 def _check_size(args, budget):
-    """UsageError unless the run fits this machine's memory and a week of wall time at ``budget`` (``parse_budget``)."""
+    """UsageError unless the run fits this machine's memory and a week of wall time at ``budget`` (``common.parse_budget``)."""
     frames, record_bytes, wall = estimate_run(args.snakes, args.seconds, resolution=args.resolution,
                                               device=args.device)
     if wall is not None:
@@ -253,7 +239,7 @@ def run(args):
     check_positive("--supply-psi", args.supply_psi)
     check_at_least("--pictured-snakes", args.pictured_snakes, 0)
     check_workers(args)
-    budget = parse_budget(args.budget)
+    budget = parse_budget(args.budget, SNAKE_BUDGET)
     gait = gait_from_args(args)
     config = snake_config(args)
     check_device(args.device, getattr(args, "verbose", False))

@@ -129,6 +129,8 @@ CASES = [
     (["fit", "linear", "--test", "99"], "no video 99"),
     (["fit", "linear", "--train", ""], "--train"),
     (["fit", "mlp", "--start", "no_such_fit.json"], "--start"),
+    (["fit", "linear", "--budget", "0x5"], "--budget"),
+    (["fit", "wrinkling", "--budget", "30"], "--budget"),
 ] if VIDEOS else [])
 
 

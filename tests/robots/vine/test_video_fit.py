@@ -211,3 +211,24 @@ def test_a_failed_evaluation_is_recorded_with_its_reason(monkeypatch):
     fit = vf.fit_videos("linear", [straight_video()], loss="rollout", max_evaluations=4)
     assert fit.evaluations == 4 and fit.losses[1] == math.inf and all(math.isfinite(x) for x in fit.losses[2:])
     assert fit.failures == [(2, "the gradient blew up: the adjoint of world 0 is not finite at substep 7")]
+
+
+@needs_data
+def test_fit_command_runs_at_the_budget_it_is_given(tmp_path):
+    """``softsnake fit --budget NxL``: the fit and its error rows run at N x L, not the default 30 x 60. One
+    evaluation of the linear model on video 3 at 2 x 4 iterations: the file records the budget, and its rollout loss
+    is the one ``evaluate`` gives at 2 x 4 (to 1e-3 mm^2, the CSV's rounding), which differs from the 30 x 60 one."""
+    import json
+
+    from softsnake.cli import main
+
+    assert main(["fit", "linear", "--train", "3", "--test", "", "--evaluations", "1", "--budget", "2x4",
+                 "--out", str(tmp_path)]) == 0
+    document = json.loads((tmp_path / "fit_linear_rollout.json").read_text())
+    assert document["settings"]["budget"] == {"newton_iterations": 2, "linear_iterations": 4}
+    video, model = vv.load_video(3), vf.model_from_dict(document["model"])
+    short = {**vf.SOLVER_OPTIONS, "newton_iterations": 2, "linear_iterations": 4}
+    at_budget = 1e6 * vf.evaluate(model, [video], solver_options=short)[0][0]["rollout_loss_m2"]
+    at_default = 1e6 * vf.evaluate(model, [video])[0][0]["rollout_loss_m2"]
+    assert document["errors"][0]["rollout_loss_mm2"] == pytest.approx(at_budget, abs=1e-3)
+    assert abs(at_budget - at_default) > 1.0
