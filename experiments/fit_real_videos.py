@@ -5,9 +5,10 @@ For each model (linear, mlp, wrinkling: softsnake/robots/vine/video_fit.py) it r
 (whole rollouts against the videos), both from the model's initial values, on the training videos 2,
 3 and 5; the fits' JSON files go to DIR/video_fits and are reused when present (--refit runs them again). Every fitted
 model is then rolled out on all six videos, at the fit's step (1/30 s) and at the papers' 1/90 s, and
-measured against them: tip and shape errors, mean and max, in mm and tube diameters (67 mm); and on the
-test videos once more at the fit's step with a converged budget (``CONVERGED_BUDGET``: the fit's 30 x 60
-iterations leave the wrinkling model's rollouts unconverged after wall contacts). Also timed:
+measured against them: tip and shape errors, mean and max, in mm and tube diameters (67 mm); and once
+more at the fit's step with a converged budget (``CONVERGED_BUDGET``: the fit's 30 x 60 iterations leave the
+wrinkling model's rollouts unconverged after wall contacts): the held-out errors and every fitted model's
+training loss there. Also timed:
 one batched gradient of the training videos' rollout loss against one forward rollout of the same
 batch (medians of 3).
 
