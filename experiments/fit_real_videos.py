@@ -64,10 +64,6 @@ EVALUATIONS = 300
 """Most loss-and-gradient evaluations per fit (--evaluations); a fit stops before, converged (``video_fit._adam``)."""
 
 
-FIT_BUDGET = {key: video_fit.SOLVER_OPTIONS[key] for key in ("newton_iterations", "linear_iterations")}
-"""The fit's own solver budget (30 x 60), the default of --budget."""
-
-
 def budget_label(budget):
     return f"{budget['newton_iterations']} x {budget['linear_iterations']}"
 
@@ -86,7 +82,7 @@ def run_fits(folder, evaluations, refit, budget):
                     raise SystemExit(f"softsnake {' '.join(argv)} failed")
             fits[model, loss] = json.loads(path.read_text())
             # Files written before `softsnake fit --budget` existed ran at the fit's budget.
-            ran_at = fits[model, loss]["settings"].get("budget", FIT_BUDGET)
+            ran_at = fits[model, loss]["settings"].get("budget", video_fit.FIT_BUDGET)
             if ran_at != budget:
                 raise SystemExit(f"{path} was fitted at {budget_label(ran_at)}, not at {budget_label(budget)}: give "
                                  "--refit or another --out")
@@ -174,7 +170,7 @@ def _mean(rows, key):
 
 
 def write_page(path, fits, rows, cost, seconds, evaluations, budget):
-    converged_label = f"{CONVERGED_BUDGET['newton_iterations']} x {CONVERGED_BUDGET['linear_iterations']}"
+    converged_label = budget_label(CONVERGED_BUDGET)
     lines = [
         "# Fitting the stiffness models to Chen et al.'s real videos with gradients (seed 003 sec. IV-C)",
         "",
@@ -313,7 +309,7 @@ def write_page(path, fits, rows, cost, seconds, evaluations, budget):
               "  at 1/90 s above but not at other link counts."]
     # The first limit's last line ends with "(not tried here)."; the last limit starts with "- One fixed split".
     after_first = next(i for i, line in enumerate(lines) if line.endswith("(not tried here).")) + 1
-    if budget == FIT_BUDGET:
+    if budget == video_fit.FIT_BUDGET:
         lines[after_first:after_first] = [
             "  Stopped after 40 evaluations at the first rate, as until the twenty-fourth session, the fits lay",
             "  above these minima in the loss (the progress lines above), and the linear one-step",
@@ -330,7 +326,7 @@ def write_page(path, fits, rows, cost, seconds, evaluations, budget):
         ]
     else:
         last = next(i for i, line in enumerate(lines) if line.startswith("- One fixed split"))
-        lines[last:last] = [f"- The fits ran at {budget_label(budget)} (the fit's own budget is {budget_label(FIT_BUDGET)}); "
+        lines[last:last] = [f"- The fits ran at {budget_label(budget)} (the fit's own budget is {budget_label(video_fit.FIT_BUDGET)}); "
                         f"the columns at {converged_label} re-check them."]
     with replaced_when_complete(path) as temporary:
         temporary.write_text("\n".join(lines) + "\n")
@@ -345,7 +341,7 @@ def main(argv=None):
     parser.add_argument("--refit", action="store_true", help="run the fits again even where their files exist")
     args = parser.parse_args(argv)
     try:
-        budget = parse_budget(args.budget, FIT_BUDGET)
+        budget = parse_budget(args.budget, video_fit.FIT_BUDGET)
     except UsageError as exc:
         parser.error(str(exc))
     out = make_output_folder(args.out)

@@ -47,6 +47,14 @@ def check_positive(option, value):
         raise UsageError(f"{option} must be a positive number, got {value}")
 
 
+def add_budget_option(parser, steps, default):
+    """``--budget NxL`` (read by ``parse_budget``): the solver budget of ``steps`` (e.g. "per substep"), its
+    ``default`` described for the help."""
+    parser.add_argument("--budget", default=None, metavar="NxL",
+                        help=f"solver budget {steps}: N Newton x L conjugate residual iterations at most "
+                             f"(default: {default})")
+
+
 def parse_budget(text, default):
     """A solver budget {"newton_iterations": N, "linear_iterations": L} from "NxL" (``--budget``); None gives a copy
     of ``default``. UsageError naming the option unless N and L are whole numbers of at least 1."""

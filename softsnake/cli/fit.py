@@ -24,7 +24,7 @@ from pathlib import Path
 from softsnake.errors import ConfigError, UsageError
 from softsnake.output_files import replaced_when_complete, write_dict_csv
 
-from .common import check_at_least, make_output_folder, parse_budget
+from .common import add_budget_option, check_at_least, make_output_folder, parse_budget
 
 
 def add_arguments(parser):
@@ -41,10 +41,9 @@ def add_arguments(parser):
     parser.add_argument("--evaluations", type=int, default=300, metavar="N",
                         help="most loss-and-gradient evaluations of the fit; Adam stops before once converged "
                              "(default 300)")
-    parser.add_argument("--budget", default=None, metavar="NxL",
-                        help="solver budget of every rollout step: N Newton x L conjugate residual iterations at most "
-                             "(default: the fit's 30x60, which does not converge the wrinkling model's rollouts once a "
-                             "vine presses on a wall; 200x200 does, 1.3-2 times slower per evaluation)")
+    add_budget_option(parser, "of every rollout step",
+                      "the fit's 30x60, which does not converge the wrinkling model's rollouts once a vine presses on "
+                      "a wall; 200x200 does, 1.3-2 times slower per evaluation")
     parser.add_argument("--start", default=None, metavar="FIT.json",
                         help="start from the model of an earlier fit's JSON file (default: the model's initial values)")
     parser.add_argument("--out", default=".", metavar="DIR", help="output folder (default: current folder)")
@@ -85,8 +84,7 @@ def run(args):
     from softsnake.robots.vine.video import load_videos
 
     check_at_least("--evaluations", args.evaluations, 1)
-    budget = parse_budget(args.budget, {key: video_fit.SOLVER_OPTIONS[key]
-                                        for key in ("newton_iterations", "linear_iterations")})
+    budget = parse_budget(args.budget, video_fit.FIT_BUDGET)
     solver_options = {**video_fit.SOLVER_OPTIONS, **budget}
     try:
         available = chen_video_ids()

@@ -47,7 +47,7 @@ from softsnake.robots.snake.trajectories import CSV_NAME, write_trajectories_csv
 from softsnake.units import pa_to_psi, psi_to_pa
 
 from . import gait_resume
-from .common import (add_snake_config_option, check_at_least, check_device, check_positive, check_run_size, duration_text,
+from .common import (add_budget_option, add_snake_config_option, check_at_least, check_device, check_positive, check_run_size, duration_text,
                      make_output_folder, output_folder, parse_budget, snake_config)
 from .workers import add_workers_option, check_workers, cores_used, worker_processes
 
@@ -101,10 +101,8 @@ def add_arguments(parser):
     parser.add_argument("--video", action=argparse.BooleanOptionalAction, default=True,
                         help="write DIR/gait.gif, the snakes from above and in perspective and a close-up that "
                              "follows the middle pictured snake (default: on)")
-    parser.add_argument("--budget", default=None, metavar="NxL",
-                        help="solver budget per substep: N Newton x L conjugate residual iterations at most "
-                             "(default: the snake's 8x40, whose travels lie about 1 %% from converged ones; 16x160 "
-                             "is the converged reference, several times slower)")
+    add_budget_option(parser, "per substep", "the snake's 8x40, whose travels lie about 1 %% from converged ones; "
+                                             "16x160 is the converged reference, several times slower")
     parser.add_argument("--resume", action="store_true",
                         help="go on with the interrupted run in --out DIR (its gait.resume.npz) and write the whole "
                              "run's files; give the interrupted run's options")

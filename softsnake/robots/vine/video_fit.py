@@ -77,6 +77,9 @@ they start from rest on video 1 (step 4 at 1/30 s, step 10 at 1/90 s), more than
 still passes 1e-3 J within steps (a vine's kinetic energy while growing is 1e-5 to 5e-4 J), and the speed
 limits hold."""
 
+FIT_BUDGET = {key: SOLVER_OPTIONS[key] for key in ("newton_iterations", "linear_iterations")}
+"""The fit's solver budget, the iterations of ``SOLVER_OPTIONS`` (30 x 60): ``softsnake fit --budget``'s default."""
+
 MODELS = ("linear", "mlp", "wrinkling")
 """Stiffness models a video fit accepts."""
 
