@@ -69,6 +69,11 @@ class NewtonCounts:
         return cls(*(np.concatenate([getattr(part, name) for part in parts]) for name in cls.COUNTS),
                    budget=first.budget, tolerance=first.tolerance, floor=first.floor, balanced=first.balanced)
 
+    def world(self, w):
+        """The counts of world ``w`` alone (arrays of one entry), with the same settings."""
+        return type(self)(*(getattr(self, name)[w:w + 1].copy() for name in self.COUNTS), budget=self.budget,
+                          tolerance=self.tolerance, floor=self.floor, balanced=self.balanced)
+
     @property
     def converged_fraction(self):
         """Per world, the fraction of its substeps that ended converged: at the stop or at the round-off floor

@@ -136,3 +136,22 @@ def test_summary_says_whether_the_answer_is_the_budgets():
     assert "99.9 % of substeps reached the stop" in rare and "0.1 % ended unconverged" in rare  # never rounded away
     joined = NewtonCounts.joined([counts([1], [2], [0], [0]), counts([3, 4], [5, 6], [1, 0], [1, 0])])
     assert joined.substeps.tolist() == [1, 3, 4] and joined.unconverged_ends.tolist() == [0, 1, 0]
+
+
+def test_one_worlds_counts_and_joined_back():
+    """``NewtonCounts.world(w)`` holds world w's counts alone, with the same settings; joined in order the worlds
+    give the batch's counts back (a mixed case: the worlds' counts differ)."""
+    model = pendulum_worlds("cpu")
+    solver = softsnake.Solver(model, newton_tolerance=1e-3, newton_iterations=3)
+    state, control = model.state(), model.control()
+    for _ in range(STEPS):
+        solver.step(state, state, control, 1.0 / 120.0)
+    counts = solver.newton_counts()
+    worlds = [counts.world(w) for w in range(model.world_count)]
+    for w, one in enumerate(worlds):
+        assert [getattr(one, name).tolist() for name in NewtonCounts.COUNTS] == [
+            [getattr(counts, name)[w]] for name in NewtonCounts.COUNTS]
+        assert (one.budget, one.tolerance, one.floor, one.balanced) == (3, 1e-3, counts.floor, counts.balanced)
+    joined = NewtonCounts.joined(worlds)
+    assert all(np.array_equal(getattr(joined, name), getattr(counts, name)) for name in NewtonCounts.COUNTS)
+    assert len(set(counts.budget_ends.tolist())) > 1

@@ -374,12 +374,15 @@ class VideoRollout:
     number: the video's number
     times: (T,) [s]; poses: (T, B, 3) body centres and angles [m, rad], base body first
     backbones: (T, links + 1, 2) the backbone through base, pins and tip [m]
+    newton_counts: how the solver's Newton loops ended in this vine's substeps (``NewtonCounts`` of one
+        world): a rollout with unconverged substeps is its budget's answer
     """
 
     number: int
     times: np.ndarray
     poses: np.ndarray
     backbones: np.ndarray
+    newton_counts: object = None
 
     @property
     def tips(self):
@@ -421,7 +424,8 @@ def rollout_videos(videos, vines=None, *, moment_curves=None, link_count=None, d
     dt: simulation time step [s]; a frame interval must be a whole number of steps
     batch_options: VineBatch keyword arguments (device, growth, link_extension_max, friction, ...)
     Every frame interval the growth rate is set from the video's length schedule (0 once a video has
-    ended). Returns a list of VideoRollout, one per video, recorded at its frames.
+    ended). Returns a list of VideoRollout, one per video, recorded at its frames, with how its substeps' Newton
+    loops ended.
     """
     videos = list(videos)
     vine_list = vines if isinstance(vines, (list, tuple)) else [vines] * len(videos)
@@ -449,10 +453,11 @@ def rollout_videos(videos, vines=None, *, moment_curves=None, link_count=None, d
             for v in np.flatnonzero((done % per_frame == 0) & (done // per_frame < frames)):
                 poses[v][done // per_frame[v]] = current[v]
     results = []
+    counts = batch.newton_counts()
     for v, video in enumerate(videos):
         stacked = np.stack(poses[v])
         results.append(VideoRollout(number=video.number, times=video.times, poses=stacked,
-                                    backbones=pin_points(stacked, batch.half_length[v])))
+                                    backbones=pin_points(stacked, batch.half_length[v]), newton_counts=counts.world(v)))
     return results
 
 
