@@ -42,8 +42,8 @@ def add_arguments(parser):
                         help="most loss-and-gradient evaluations of the fit; Adam stops before once converged "
                              "(default 300)")
     add_budget_option(parser, "of every rollout step",
-                      "the fit's 30x60, which does not converge the wrinkling model's rollouts once a vine presses on "
-                      "a wall; 200x200 does, 1.3-2 times slower per evaluation")
+                      "the fit's 200x200, where every model's rollouts of the training videos converge; a short "
+                      "budget leaves the wrinkling model's rollouts unconverged, and the fit then fits the budget")
     parser.add_argument("--start", default=None, metavar="FIT.json",
                         help="start from the model of an earlier fit's JSON file (default: the model's initial values)")
     parser.add_argument("--out", default=".", metavar="DIR", help="output folder (default: current folder)")
@@ -66,7 +66,8 @@ def _write_json(path, document):
 
 
 def error_rows(rows, split):
-    """Per-video error rows in mm and tube diameters, for the CSV (``video_fit.evaluate``'s rows)."""
+    """Per-video error rows in mm and tube diameters, and how many of the rollout's substeps ended unconverged, for
+    the CSV (``video_fit.evaluate``'s rows)."""
     table = []
     for row in rows:
         entry = {"video": row["video"], "split": split}
@@ -74,6 +75,8 @@ def error_rows(rows, split):
             entry[f"{name}_mm"] = round(1e3 * row[f"{name}_m"], 3)
             entry[f"{name}_diameters"] = round(row[f"{name}_diameters"], 4)
         entry["rollout_loss_mm2"] = round(1e6 * row["rollout_loss_m2"], 3)
+        entry["substeps"] = row["substeps"]
+        entry["unconverged_substeps"] = row["unconverged_substeps"]
         table.append(entry)
     return table
 
@@ -106,7 +109,7 @@ def run(args):
     stem = f"fit_{args.model}_{args.loss}"
     train_videos, test_videos = load_videos(train), load_videos(test)
     settings = {"start": args.start, "optimizer": args.optimizer, "evaluations": args.evaluations,
-                "budget": budget, "links": video_fit.FIT_LINKS, "dt_s": video_fit.FIT_DT, "loss": args.loss, "train": train,
+                "budget": budget, "contact_regularization": solver_options["contact_regularization"], "links": video_fit.FIT_LINKS, "dt_s": video_fit.FIT_DT, "loss": args.loss, "train": train,
                 "test": test, "one_step_stride": video_fit.ONE_STEP_STRIDE}
     best = {}
 
@@ -146,7 +149,9 @@ def run(args):
     for evaluation, error in fit.failures:
         print(f"evaluation {evaluation} failed (no gradient; Adam went back to its best point at half its rate): {error}")
     for row in rows:
+        unconverged = (f"; {row['unconverged_substeps']} of its {row['substeps']} substeps ended unconverged: the "
+                       "budget's answer (raise --budget)") if row["unconverged_substeps"] else ""
         print(f"video {row['video']} ({row['split']}): tip mean {row['tip_mean_mm']:.1f} mm, shape mean "
-              f"{row['shape_mean_mm']:.1f} mm")
+              f"{row['shape_mean_mm']:.1f} mm{unconverged}")
     print(f"wrote {out / (stem + '.json')} and {out / (stem + '_errors.csv')}")
     return 0
