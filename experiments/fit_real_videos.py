@@ -170,6 +170,26 @@ def _mean(rows, key):
     return float(np.mean([row[key] for row in rows]))
 
 
+def bound_lines(fits):
+    """Limit lines naming the fitted parameters that ended within 1 % of a bound (``video_fit.LOG_BOUNDS``): there
+    the fit's minimum is the bound's, not the loss's."""
+    found = []
+    for (model, loss), document in fits.items():
+        for name, value in document["model"]["values"].items():
+            low, high = video_fit.LOG_BOUNDS[name]
+            for end, bound in (("lower", low), ("upper", high)):
+                if abs(math.log(value / bound)) < 0.01:
+                    found.append(f"{model} {loss.replace('_', '-')}: {name} at its {end} bound {bound:.4g}")
+    if not found:
+        return []
+    lines = ["- Fits that ended at a bound of a parameter (SI): " + "; ".join(found) + "."]
+    if any("pressure at its upper bound" in item for item in found):
+        lines.append("  The wrinkling pressure's upper bound is the model's end (the eps_crit cubic, `video_fit.LOG_BOUNDS`): "
+                     "there the wrinkling onset lies at 2.9 rad, so that fit's moment is linear below 166 degrees of "
+                     "bend at a joint: the converged fit turns the wrinkling model into the linear one.")
+    return lines
+
+
 def write_page(path, fits, rows, cost, seconds, evaluations, budget):
     check_label = budget_label(CHECK_BUDGET)
     lines = [
@@ -186,7 +206,7 @@ def write_page(path, fits, rows, cost, seconds, evaluations, budget):
         f"  solves of at most {budget['newton_iterations']} Newton x {budget['linear_iterations']} linear iterations "
         "(the engine's tolerances stop them earlier), the proximal contact",
         f"  regularisation {video_fit.CONTACT_REGULARIZATION:g} (the engine's 1e-2 leaves the wrinkling rollouts "
-        "unconverged: [video_fit_convergence.md](video_fit_convergence.md)); geometry,"
+        "unconverged: [video_fit_convergence.md](video_fit_convergence.md)); geometry,",
         "  heading and growth (the length schedule) from each video.",
         "- Fitted: body mass, body inertia, damping (all models) and the stiffness: K (linear), the pressure",
         "  (wrinkling, seed 003 eqs. 1-2), the 30 weights of the 10-unit MLP. Starts (SI; why:",
@@ -316,6 +336,7 @@ def write_page(path, fits, rows, cost, seconds, evaluations, budget):
               "  rollouts: 1 044 of 1 827 substeps; 18.74 mm rms there, 21.31 at 200 x 200): a fit found what the",
               "  unconverged rollouts rewarded. Until the twenty-fourth they stopped after 40 evaluations at the",
               "  first rate.",
+              *bound_lines(fits),
               "- One fixed split of six videos; the link count (10) and the step (1/30 s) are the fit's, re-checked",
               "  at 1/90 s above but not at other link counts."]
     if budget != video_fit.FIT_BUDGET:

@@ -21,7 +21,7 @@ do not. At a fixed rate Adam does not settle: it circles a minimum at the rate's
 wrinkling rollout fit's best loss still fell 10 % between its 20th and 40th evaluation while its loss
 swung by 20 %). So a fit explores at the fixed rate for ``ADAM_EXPLORATION`` evaluations (halving it at
 once where the loss stops falling, it settled in the first dip of a rough loss: the wrinkling rollout
-fit at 408 mm^2 where exploring finds 366 and refining 351), then refines from the best point met: the
+fit at 408 mm^2 where exploring finds 366 and refining 351, at the 30 x 60 solves of the twenty-fourth session), then refines from the best point met: the
 rate halves, back at the best point, whenever ``ADAM_PATIENCE`` evaluations in a row lower the best loss by less than
 ``ADAM_IMPROVEMENT`` in all, and the fit stops, converged at the rate's resolution, where the rate would
 fall below ``ADAM_FINAL_RATE``. It converges to a local minimum of a rough loss, not a global one.
