@@ -51,9 +51,9 @@ regularisations: why the fits keep the plain one."""
 
 MOVE_LIMIT_MM = 0.1
 """A budget counts as converged where the training loss (rms) stays within this of the largest budget's and at
-most ``UNCONVERGED_LIMIT`` of the substeps end unconverged."""
+most ``video_fit.UNCONVERGED_LIMIT`` of the substeps end unconverged."""
 
-UNCONVERGED_LIMIT = 0.01
+UNCONVERGED_LIMIT = video_fit.UNCONVERGED_LIMIT
 
 MM = 1e3
 

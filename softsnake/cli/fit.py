@@ -149,8 +149,12 @@ def run(args):
     for evaluation, error in fit.failures:
         print(f"evaluation {evaluation} failed (no gradient; Adam went back to its best point at half its rate): {error}")
     for row in rows:
-        unconverged = (f"; {row['unconverged_substeps']} of its {row['substeps']} substeps ended unconverged: the "
-                       "budget's answer (raise --budget)") if row["unconverged_substeps"] else ""
+        unconverged = ""
+        if row["unconverged_substeps"]:
+            unconverged = f"; {row['unconverged_substeps']} of its {row['substeps']} substeps ended unconverged"
+            if row["unconverged_substeps"] > video_fit.UNCONVERGED_LIMIT * row["substeps"]:
+                unconverged += (f", more than {video_fit.UNCONVERGED_LIMIT:.0%}: the budget's answer, not a converged "
+                                "one (raise --budget)")
         print(f"video {row['video']} ({row['split']}): tip mean {row['tip_mean_mm']:.1f} mm, shape mean "
               f"{row['shape_mean_mm']:.1f} mm{unconverged}")
     print(f"wrote {out / (stem + '.json')} and {out / (stem + '_errors.csv')}")
