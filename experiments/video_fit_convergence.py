@@ -8,7 +8,7 @@ budget ended them above float32's round-off floor: ``NewtonCounts``), the Newton
 
 Why: the wrinkling rollout fit's training loss moved from 18.74 mm at the fit's 30 x 60 to 21.31 mm at 200 x 200,
 and its rollouts kept moving beyond (22.21 -> 22.89 mm from 200 x 200 to 400 x 400 at its initial values, with
-319 of 1 827 substeps unconverged at 200 x 200). The cause is the regularisation, not the wrinkling curve: a
+319 of 1 536 substeps unconverged at 200 x 200). The cause is the regularisation, not the wrinkling curve: a
 linear spring at the wrinkling start's body inertia (0.005 kg m^2) leaves as many substeps unconverged, and the
 same spring at a fitted linear model's inertia (4e-6 kg m^2) none. A pinned chain of bodies whose rotations are
 heavy can only move against a wall through those rotations, so the contact rows' system J M^-1 J^T has

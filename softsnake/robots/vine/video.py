@@ -374,8 +374,8 @@ class VideoRollout:
     number: the video's number
     times: (T,) [s]; poses: (T, B, 3) body centres and angles [m, rad], base body first
     backbones: (T, links + 1, 2) the backbone through base, pins and tip [m]
-    newton_counts: how the solver's Newton loops ended in this vine's substeps (``NewtonCounts`` of one
-        world): a rollout with unconverged substeps is its budget's answer
+    newton_counts: how the solver's Newton loops ended in this vine's substeps up to its video's last frame
+        (``NewtonCounts`` of one world): a rollout with unconverged substeps is its budget's answer there
     """
 
     number: int
@@ -440,6 +440,7 @@ def rollout_videos(videos, vines=None, *, moment_curves=None, link_count=None, d
     total_steps = int(np.max((frames - 1) * per_frame))
     schedule = growth_schedule(videos, per_frame, total_steps)
     poses = [[None] * count for count in frames]
+    counts_at_end = [None] * len(videos)
     initial = batch.poses()
     for v in range(len(videos)):
         poses[v][0] = initial[v]
@@ -452,12 +453,18 @@ def rollout_videos(videos, vines=None, *, moment_curves=None, link_count=None, d
             current = batch.poses()
             for v in np.flatnonzero((done % per_frame == 0) & (done // per_frame < frames)):
                 poses[v][done // per_frame[v]] = current[v]
+            # A vine's Newton counts end with its video (the batch steps on until the longest video ends).
+            ended = np.flatnonzero((done % per_frame == 0) & (done // per_frame == frames - 1))
+            if len(ended):
+                counts = batch.newton_counts()
+                for v in ended:
+                    counts_at_end[v] = counts.world(v)
     results = []
-    counts = batch.newton_counts()
     for v, video in enumerate(videos):
         stacked = np.stack(poses[v])
         results.append(VideoRollout(number=video.number, times=video.times, poses=stacked,
-                                    backbones=pin_points(stacked, batch.half_length[v]), newton_counts=counts.world(v)))
+                                    backbones=pin_points(stacked, batch.half_length[v]),
+                                    newton_counts=batch.newton_counts().world(v) if counts_at_end[v] is None else counts_at_end[v]))
     return results
 
 

@@ -146,6 +146,15 @@ def test_straight_synthetic_video_is_followed():
     assert vv.one_step_loss(predicted, observed) < (1e-4) ** 2
 
 
+def test_a_rollouts_newton_counts_end_with_its_video():
+    """Two straight videos of 6 and 12 frames in one batch, three steps per frame: the batch steps until the longer
+    one ends, but each rollout's Newton counts cover its own video only (15 and 33 substeps of one step each)."""
+    videos = [straight_video(frames=6, heading=0.2), straight_video(frames=12, heading=-0.2)]
+    short, long = vv.rollout_videos(videos, link_count=4, dt=vv.FRAME_INTERVAL / 3)
+    assert short.newton_counts.substeps.tolist() == [15] and long.newton_counts.substeps.tolist() == [33]
+    assert short.newton_counts.unconverged_ends.tolist() == [0]
+
+
 def test_video_scene_and_steps_per_frame():
     video = straight_video(walls=[ObstacleWall((0.3, -0.2), (0.3, 0.2))])
     scene = vv.video_scene(video, link_count=10)
