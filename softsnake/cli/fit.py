@@ -153,8 +153,8 @@ def run(args):
         if row["unconverged_substeps"]:
             unconverged = f"; {row['unconverged_substeps']} of its {row['substeps']} substeps ended unconverged"
             if row["unconverged_substeps"] > video_fit.UNCONVERGED_LIMIT * row["substeps"]:
-                unconverged += (f", more than {video_fit.UNCONVERGED_LIMIT:.0%}: the budget's answer, not a converged "
-                                "one (raise --budget)")
+                unconverged += (f", more than {video_fit.UNCONVERGED_LIMIT:.0%}: the budget's answer there, not a converged "
+                                "one (try a larger --budget)")
         print(f"video {row['video']} ({row['split']}): tip mean {row['tip_mean_mm']:.1f} mm, shape mean "
               f"{row['shape_mean_mm']:.1f} mm{unconverged}")
     print(f"wrote {out / (stem + '.json')} and {out / (stem + '_errors.csv')}")

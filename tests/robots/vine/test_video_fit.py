@@ -253,7 +253,7 @@ def test_fit_command_runs_at_the_budget_it_is_given(tmp_path, capsys):
     assert document["settings"]["contact_regularization"] == vf.CONTACT_REGULARIZATION
     row = document["errors"][0]
     assert row["unconverged_substeps"] > vf.UNCONVERGED_LIMIT * row["substeps"] > 0
-    assert "the budget's answer, not a converged one (raise --budget)" in capsys.readouterr().out
+    assert "the budget's answer there, not a converged one (try a larger --budget)" in capsys.readouterr().out
     video, model = vv.load_video(3), vf.model_from_dict(document["model"])
     short = {**vf.SOLVER_OPTIONS, "newton_iterations": 2, "linear_iterations": 4}
     at_budget = 1e6 * vf.evaluate(model, [video], solver_options=short)[0][0]["rollout_loss_m2"]
