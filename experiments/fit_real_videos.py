@@ -79,10 +79,7 @@ def run_fits(folder, evaluations, refit, budget):
                 if softsnake_main(argv) != 0:
                     raise SystemExit(f"softsnake {' '.join(argv)} failed")
             fits[model, loss] = json.loads(path.read_text())
-            # Files written before `softsnake fit --budget` existed ran at the fit's budget.
-            # Files written before the twenty-fifth session ran at 30 x 60 with the engine's regularisation.
-            ran_at = fits[model, loss]["settings"].get("budget", {"newton_iterations": 30, "linear_iterations": 60})
-            regularization = fits[model, loss]["settings"].get("contact_regularization", 1e-2)
+            ran_at, regularization = video_fit.fit_file_settings(fits[model, loss])
             if ran_at != budget or regularization != video_fit.CONTACT_REGULARIZATION:
                 raise SystemExit(f"{path} was fitted at {budget_label(ran_at)} with contact regularisation "
                                  f"{regularization:g}, not at {budget_label(budget)} with "

@@ -53,8 +53,6 @@ MOVE_LIMIT_MM = 0.1
 """A budget counts as converged where the training loss (rms) stays within this of the largest budget's and at
 most ``video_fit.UNCONVERGED_LIMIT`` of the substeps end unconverged."""
 
-UNCONVERGED_LIMIT = video_fit.UNCONVERGED_LIMIT
-
 MM = 1e3
 
 COLUMNS = ("model", "regularization", "budget", "train_rms_mm", "tip_mean_mm", "substeps", "unconverged_substeps",
@@ -68,8 +66,7 @@ def models(fits_folder):
         path = Path(fits_folder) / f"fit_{kind}_rollout.json"
         if path.exists():
             document = json.loads(path.read_text())
-            budget = document["settings"].get("budget", video_fit.FIT_BUDGET)
-            regularization = document["settings"].get("contact_regularization", 1e-2)
+            budget, regularization = video_fit.fit_file_settings(document)
             chosen[f"{kind} rollout fit ({budget['newton_iterations']}x{budget['linear_iterations']}, "
                    f"r {regularization:g})"] = video_fit.model_from_dict(document["model"])
     return chosen
@@ -97,11 +94,11 @@ def measure(job):
 
 def converged_from(rows):
     """The smallest budget of ``rows`` (one model and regularisation, in ladder order) from which every larger one
-    is converged (``MOVE_LIMIT_MM``, ``UNCONVERGED_LIMIT``), or None."""
+    is converged (``MOVE_LIMIT_MM``, ``video_fit.UNCONVERGED_LIMIT``), or None."""
     if any(r["failed"] for r in rows):
         return None
     reference = rows[-1]["train_rms_mm"]
-    ok = [abs(r["train_rms_mm"] - reference) <= MOVE_LIMIT_MM and r["unconverged_substeps"] <= UNCONVERGED_LIMIT * r["substeps"]
+    ok = [abs(r["train_rms_mm"] - reference) <= MOVE_LIMIT_MM and r["unconverged_substeps"] <= video_fit.UNCONVERGED_LIMIT * r["substeps"]
           for r in rows]
     if not ok[-1]:
         return None
@@ -129,7 +126,7 @@ def write_page(path, rows, seconds):
         "iteration (and the balanced one for the wrinkling start, last). Cells: training rollout loss, rms [mm] (unconverged substeps of "
         f"{rows[0].get('substeps', '?')}, Newton steps per substep). Converged from: the smallest budget from "
         f"which the loss stays within {MOVE_LIMIT_MM} mm of the {BUDGETS[-1][0]} x {BUDGETS[-1][1]} one with at most "
-        f"{UNCONVERGED_LIMIT:.0%} of substeps unconverged. The fits (`softsnake fit`) run at "
+        f"{video_fit.UNCONVERGED_LIMIT:.0%} of substeps unconverged. The fits (`softsnake fit`) run at "
         f"{video_fit.FIT_BUDGET['newton_iterations']} x {video_fit.FIT_BUDGET['linear_iterations']} with r = "
         f"{video_fit.CONTACT_REGULARIZATION:g} (`video_fit.SOLVER_OPTIONS`).",
         "",

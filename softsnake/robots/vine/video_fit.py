@@ -490,6 +490,18 @@ def evaluate(model, videos, *, link_count=FIT_LINKS, dt=FIT_DT, solver_options=N
     return rows, rollouts
 
 
+LEGACY_FIT_SETTINGS = {"budget": {"newton_iterations": 30, "linear_iterations": 60}, "contact_regularization": 1e-2}
+"""What a fit file written before ``softsnake fit`` recorded them ran at: 30 x 60 iterations and the engine's contact
+regularisation (until the twenty-fifth session)."""
+
+
+def fit_file_settings(document):
+    """(budget, contact regularisation) a ``softsnake fit`` JSON document was fitted at (``LEGACY_FIT_SETTINGS`` for
+    files that do not record them)."""
+    settings = {**LEGACY_FIT_SETTINGS, **document["settings"]}
+    return settings["budget"], settings["contact_regularization"]
+
+
 def model_to_dict(model):
     """A VideoModel as plain JSON data (SI units)."""
     data = {"kind": model.kind, "values": dict(model.values)}

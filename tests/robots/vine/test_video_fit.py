@@ -139,6 +139,16 @@ def test_the_fits_rollouts_converge_where_the_engines_contact_regularisation_doe
     assert unconverged > 0.05 * substeps
 
 
+def test_a_fit_files_settings_and_the_legacy_ones():
+    """``fit_file_settings``: a file records its budget and regularisation; one written before it did ran at 30 x 60
+    with the engine's 1e-2."""
+    recorded = {"settings": {"budget": {"newton_iterations": 200, "linear_iterations": 200},
+                             "contact_regularization": 1e-3, "loss": "rollout"}}
+    assert vf.fit_file_settings(recorded) == ({"newton_iterations": 200, "linear_iterations": 200}, 1e-3)
+    assert vf.fit_file_settings({"settings": {"loss": "rollout"}}) == (
+        {"newton_iterations": 30, "linear_iterations": 60}, 1e-2)
+
+
 def test_three_evaluation_fit_lowers_the_loss():
     """L-BFGS-B, three evaluations of the one-step loss on a 15-frame clip of video 3: the best loss met is
     below the first."""
