@@ -17,6 +17,13 @@ image viewer.
 """
 
 import dataclasses
+import os
+import pickle
+import subprocess
+import sys
+import tempfile
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import matplotlib
 import numpy as np
@@ -264,19 +271,73 @@ class _Views:
         return np.asarray(self.canvas.buffer_rgba())[..., :3].copy()
 
 
-def render_frames(frames, times, *, title="", static=(), height=HEIGHT, close_up=None):
+PICTURES_PER_PROCESS = 12
+"""Fewest pictures worth a drawing process of their own [-]: a process takes about as long to start (a new
+interpreter importing softsnake, ~1 s on this project's 2-core CI machine) as six pictures of a 16-snake gait take
+to draw (0.17 s each there). Measured there: 48 such pictures in 8.4 s in one process, 7.3 s in two."""
+
+
+def drawing_processes(picture_count, cores=None):
+    """How many processes ``render_frames`` draws ``picture_count`` pictures in: one per ``PICTURES_PER_PROCESS``
+    pictures, at most one per core (``cores``, default this machine's)."""
+    cores = (os.cpu_count() or 1) if cores is None else cores
+    return max(1, min(cores, picture_count // PICTURES_PER_PROCESS))
+
+
+def render_frames(frames, times, *, title="", static=(), height=HEIGHT, close_up=None, processes=None):
     """The pictures (RGB arrays) of an animation: ``frames`` a list of ``Part`` lists, ``times`` the
     simulated time of each [s], ``static`` parts drawn in every frame, ``close_up`` (a ``CloseUp``
-    with one centre per frame, or None) the third panel's camera."""
+    with one centre per frame, or None) the third panel's camera.
+
+    ``processes``: how many processes draw them (default ``drawing_processes``), each a contiguous run of the
+    pictures. Every process lays its panels out on picture 0 first, as one process does, so the pictures are the
+    same, byte for byte, in any number of processes (matplotlib draws the 240 pictures of a long gait in ~1 minute
+    in one process)."""
     if len(frames) != len(times) or not frames:
         raise ValueError("an animation needs one time per frame and at least one frame")
     if close_up is not None and len(close_up.centers) != len(frames):
         raise ValueError("a close-up needs one centre per frame")
     static = list(static)
-    centers = close_up.centers if close_up is not None else [None] * len(frames)
+    centers = list(close_up.centers) if close_up is not None else [None] * len(frames)
+    setup = (_extent(frames, static), title, height, close_up, static)
+    jobs = list(zip(frames, times, centers))
+    processes = drawing_processes(len(jobs)) if processes is None else max(1, min(int(processes), len(jobs)))
+    if processes == 1:
+        return _draw_pictures(setup, jobs)
+    bounds = np.linspace(0, len(jobs), processes + 1).round().astype(int)
+    runs = [(jobs[low:high], None if low == 0 else jobs[0]) for low, high in zip(bounds[:-1], bounds[1:])]
+    with ThreadPoolExecutor(processes) as threads:  # each thread waits on its process's pipes
+        drawn = list(threads.map(lambda run: _draw_in_process(setup, *run), runs))
+    return [picture for pictures in drawn for picture in pictures]
+
+
+def _draw_in_process(setup, jobs, layout):
+    """``_draw_pictures(setup, jobs, layout)`` in a new interpreter (``python -m softsnake.animation FILE``): its
+    arguments pickled into its input, its pictures into FILE (not its output, which an import may print to).
+    Not multiprocessing: its children import the caller's main script again (a script without a ``__main__``
+    guard would run twice), and a forked child would inherit the caller's CUDA context."""
+    package_root = str(Path(__file__).resolve().parent.parent)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [package_root, os.environ.get("PYTHONPATH")])))
+    with tempfile.TemporaryDirectory(prefix="softsnake-draw-") as folder:
+        pictures = Path(folder) / "pictures.pickle"
+        child = subprocess.run([sys.executable, "-m", "softsnake.animation", str(pictures)],
+                               input=pickle.dumps((setup, jobs, layout)), capture_output=True, env=env, check=False)
+        if child.returncode != 0:
+            last = child.stderr.decode(errors="replace").strip().splitlines()[-1:] or ["no message"]
+            raise RuntimeError(f"a drawing process failed (exit status {child.returncode}): {last[0]}")
+        return pickle.loads(pictures.read_bytes())
+
+
+def _draw_pictures(setup, jobs, layout=None):
+    """The pictures of ``jobs`` ((parts, time, centre) each) in panels made from ``setup``
+    ((extent, title, height, close_up, static)); ``layout``: the job whose picture lays the panels out
+    (drawn and dropped; None: the first of ``jobs``)."""
+    extent, title, height, close_up, static = setup
     with matplotlib.rc_context(STYLE):
-        views = _Views(_extent(frames, static), title, height, close_up)
-        return [views.draw(static + list(parts), time, center) for parts, time, center in zip(frames, times, centers)]
+        views = _Views(extent, title, height, close_up)
+        if layout is not None:
+            views.draw(static + list(layout[0]), layout[1], layout[2])
+        return [views.draw(static + list(parts), time, center) for parts, time, center in jobs]
 
 
 def write_gif(path, frames, times, *, title="", static=(), fps=FPS_DEFAULT, height=HEIGHT, close_up=None):
@@ -291,3 +352,7 @@ def write_gif(path, frames, times, *, title="", static=(), fps=FPS_DEFAULT, heig
         pictures[0].save(temporary, format="GIF", save_all=True, append_images=pictures[1:], duration=duration_ms,
                          loop=0, optimize=False)
     return path
+
+
+if __name__ == "__main__":  # a drawing process of render_frames: pickled arguments in, pickled pictures to a file
+    Path(sys.argv[1]).write_bytes(pickle.dumps(_draw_pictures(*pickle.loads(sys.stdin.buffer.read()))))

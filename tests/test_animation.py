@@ -42,3 +42,23 @@ def test_close_up_needs_one_centre_per_frame():
     frames, times, centers = _frames()
     with pytest.raises(ValueError, match="one centre per frame"):
         render_frames(frames, times, close_up=CloseUp(centers[:2], SPAN))
+
+
+def test_pictures_drawn_in_several_processes_are_those_of_one():
+    """Each drawing process lays its panels out on picture 0 first, as one process does: the same bytes (a
+    process that laid out on its own first picture would place the panels by another title's width)."""
+    frames, times, centers = _frames()
+    frames, times, centers = frames * 2, [0.1 * k for k in range(6)], np.concatenate([centers, centers + 1.0])
+    one = render_frames(frames, times, close_up=CloseUp(centers, SPAN), processes=1)
+    three = render_frames(frames, times, close_up=CloseUp(centers, SPAN), processes=3)
+    assert len(three) == 6
+    for k, (a, b) in enumerate(zip(one, three)):
+        assert np.array_equal(a, b), f"picture {k} differs"
+
+
+def test_drawing_processes_one_per_dozen_pictures_up_to_the_cores():
+    from softsnake.animation import PICTURES_PER_PROCESS, drawing_processes
+
+    assert drawing_processes(PICTURES_PER_PROCESS - 1, cores=16) == 1
+    assert drawing_processes(5 * PICTURES_PER_PROCESS, cores=16) == 5
+    assert drawing_processes(240, cores=2) == 2
