@@ -70,3 +70,24 @@ def test_an_interrupted_gait_goes_on_in_a_later_session(tmp_path):
     for name in ("gait.usdc", "trajectories.csv", "trajectories.png", "gait.gif"):
         assert f" {name}\n" in listing, listing
     assert "partial" not in listing and "resume" not in listing, listing
+
+
+@pytest.mark.skipif(not all(shutil.which(tool) for tool in ("setsid", "xz", "split", "sha256sum", "pkill")),
+                    reason="session.sh needs setsid, xz, split, sha256sum and pkill")
+def test_gait_collect_waits_for_the_gait_it_interrupts_to_save(tmp_path):
+    """gait_collect's own interrupt (the gait's GAIT_LIMIT far off): it waits for the gait to end its frame and write
+    its files before it lists and packs them. On the H100 (twenty-sixth session) a fixed 60 s wait listed the
+    1024-snake gait's folder before its resume point was written (~95 s), and the resume point was lost."""
+    checkout = tmp_path / "checkout"
+    (checkout / "tools" / "gpu").mkdir(parents=True)
+    shutil.copy(SCRIPT, checkout / "tools" / "gpu" / "session.sh")
+    session(checkout, tmp_path / "stash", tmp_path / "out", "gait_start", GAIT_LIMIT=300)
+    printed = session(checkout, tmp_path / "stash", tmp_path / "out", "gait_collect", "resume_fetch",
+                      STAGE_SECONDS=GAIT_LIMIT)
+    assert "interrupted (it ends its frame" in printed, printed
+    assert "s after the interrupt" in printed and "gait_collect: exit status 130" in printed, printed
+    with tarfile.open(tmp_path / "out" / "gait.tar.gz") as packed:
+        listing = packed.extractfile("gait/files.txt").read().decode()
+    for name in ("gait.partial.usdc", "trajectories.partial.csv", "gait.partial.gif", "gait.resume.npz"):
+        assert f" {name}\n" in listing, listing
+    assert sorted(path.name for path in (tmp_path / "out" / "resume").iterdir()) == ["manifest", "part-00"]

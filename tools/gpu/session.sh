@@ -26,7 +26,9 @@
 # Environment: PYTHON (default python3), OUT, STASH (default /tmp/softsnake-gpu), STAGE_SECONDS,
 # WORKERS (pytest-xdist processes, default 14), SNAKES and GAIT_SECONDS (gait, default 1024 and 10), GAIT_LIMIT
 # (gait_start: wall seconds after which the background gait interrupts itself, keeping its partial files; default
-# 720), TEST_DEVICES (the
+# 720), SAVE_SECONDS (gait_collect: how long an interrupted gait may take to write its partial files and resume point;
+# default 180: the 1024-snake gait took ~95 s at 997 frames on the H100 machine, before its CSV and GIF were written
+# faster), TEST_DEVICES (the
 # suite's SOFTSNAKE_TEST_DEVICES) and DEVICE (the benchmarks' and the gait's): both cuda by default, cpu for a
 # dry run of a stage here; TABLE2_CASES (table2's --cases), SOLVERS_CASES (solvers' --cases: coarse:1024 is the
 # gait's system) and VINES_ARGS (vine_runtime.py's options but
@@ -51,6 +53,7 @@ WORKERS=${WORKERS:-14}
 SNAKES=${SNAKES:-1024}
 GAIT_SECONDS=${GAIT_SECONDS:-10}
 GAIT_LIMIT=${GAIT_LIMIT:-720}
+SAVE_SECONDS=${SAVE_SECONDS:-180}
 DEVICE=${DEVICE:-cuda}
 TEST_DEVICES=${TEST_DEVICES:-$DEVICE}
 TABLE2_CASES=${TABLE2_CASES:-0.25,1,10,32,128,256,1024}
@@ -269,9 +272,17 @@ gait_collect() {
     [ -f "$dir/pid" ] || { echo "gait_collect: no gait was started ($dir)"; return 1; }
     wait_for_gait gait_collect
     if [ ! -f "$dir/rc" ]; then
-        echo "gait_collect: still running after $STAGE_SECONDS s: interrupted (its partial files are kept)"
+        echo "gait_collect: still running after $STAGE_SECONDS s: interrupted (it ends its frame, then writes its" \
+             "partial files and resume point; up to SAVE_SECONDS=$SAVE_SECONDS s)"
         pkill -INT -s "$(cat "$dir/pid")" -x timeout  # timeout passes the interrupt on to the gait
-        for _ in $(seq 60); do [ -f "$dir/rc" ] && break; sleep 1; done
+        local saving=0
+        while [ ! -f "$dir/rc" ] && [ "$saving" -lt "$SAVE_SECONDS" ]; do sleep 1; saving=$((saving + 1)); done
+        if [ -f "$dir/rc" ]; then
+            echo "gait_collect: it ended ${saving} s after the interrupt"
+        else
+            echo "gait_collect: still writing ${SAVE_SECONDS} s after the interrupt: what it wrote so far comes back;" \
+                 "its resume point may be missing (a longer SAVE_SECONDS)"
+        fi
     fi
     echo "gait_collect: exit status $(cat "$dir/rc" 2> /dev/null || echo unknown)"
     local pack="$OUT/gait"
@@ -306,7 +317,9 @@ pack_resume() {
 # Three of the resume parts (from RESUME_FIRST) and the manifest into $OUT/resume.
 resume_fetch() {
     local parts="$STASH/resume"
-    [ -f "$parts/manifest" ] || { echo "resume_fetch: no resume point was packed (gait_collect packs it)"; return 1; }
+    # A gait that gait_collect stopped but did not wait for long enough has written its resume point since.
+    [ -f "$parts/manifest" ] || [ ! -f "$STASH/gait/rc" ] || pack_resume
+    [ -f "$parts/manifest" ] || { echo "resume_fetch: no resume point (the gait runs on, ended, or wrote none)"; return 1; }
     mkdir -p "$OUT/resume"
     cp "$parts/manifest" "$OUT/resume/"
     local count=0
