@@ -73,11 +73,12 @@ def models(fits_folder):
 
 
 def measure(job):
-    """One row: ``job`` = (model name, model dict, regularisation, (newton, linear), balanced)."""
-    name, document, regularization, (newton, linear), balanced = job
+    """One row: ``job`` = (model name, model dict, regularisation, (newton, linear), balanced[, other solver
+    options])."""
+    name, document, regularization, (newton, linear), balanced, *other = job
     model = video_fit.model_from_dict(document)
     options = {**video_fit.SOLVER_OPTIONS, "newton_iterations": newton, "linear_iterations": linear,
-               "contact_regularization": regularization, "momentum_balance": balanced}
+               "contact_regularization": regularization, "momentum_balance": balanced, **(other[0] if other else {})}
     clock = time.perf_counter()
     row = {"model": name + " (balanced)" * balanced, "regularization": regularization, "budget": f"{newton}x{linear}"}
     try:

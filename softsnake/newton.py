@@ -14,8 +14,10 @@ One Newton iteration (``softsnake.kernels.rows`` derives its system):
 4. update: lambda += dlambda and x += M^-1 J^T dlambda where the world accepted, back by half its
    last step (multipliers and positions) where it retreats.
 
-After the last iteration one more assembly judges the last step the same way (``final_check``), so
-that no substep ends on a step that raised its world's residual. The velocities v = (x - x_n) / h
+After the last iteration one more assembly judges the last step: a world that has not converged and whose
+merit ends above ``SolverSettings.wander_limit`` times the least it visited goes back to that point
+(``least_merit_end_commands``); with the line search (and ``wander_limit`` 0) that assembly judges the last step
+the same way as the others (``final_check``), so that no substep ends on a step that raised its world's residual. The velocities v = (x - x_n) / h
 follow, less what a contact moved a particle or a body out of a penetration the substep began with
 (``finish_commands``).
 """
@@ -190,6 +192,8 @@ def assemble_commands(solver, state, control, h, round_off=True):
     commands.append(s.record(multipliers.judge_newton_steps, m.world_count, [
         s.merit, int(s.line_search), 0.5 ** s.line_search_halvings, s.newton_tolerance * s.newton_tolerance,
         s.newton_floor * s.newton_floor, s.newton_floor_stall, s.merit_floor], outputs=[s.merit_ref, s.merit_first, s.step_scale, s.retreat]))
+    if s.wander_limit > 0.0:
+        commands += least_merit_note_commands(s, state)
     commands.append(s.record(multipliers.hold_converged_rows, m.row_count, [m.row_world, s.retreat], outputs=[s.rhs]))
     commands.append(s.record(integration.remember_accepted_points, s.entity_count, [
         s.offset, m.particle_count, m.particle_world, m.body_world, s.retreat], outputs=[s.offset_ref]))
@@ -242,5 +246,40 @@ def finish_commands(solver, state, h):
 
 
 def start_line_search_commands(solver):
-    """Every world begins its substep with no step to judge."""
-    return [solver.record(multipliers.start_line_search, solver.model.world_count, [], outputs=[solver.step_scale])]
+    """Every world begins its substep with no step to judge (and, ``wander_limit`` > 0, no point visited)."""
+    commands = [solver.record(multipliers.start_line_search, solver.model.world_count, [], outputs=[solver.step_scale])]
+    if solver.wander_limit > 0.0:
+        commands.append(solver.record(multipliers.start_least_merit, solver.model.world_count, [],
+                                      outputs=[solver.merit_least]))
+    return commands
+
+
+def _copy_least_commands(solver, lam_source, q_source, lam_target, q_target):
+    """Multipliers and positions from the ``source`` arrays into the ``target`` ones in the worlds with
+    ``solver.least_taken`` = 1 (``q_*``: (particle_q, body_q) pairs)."""
+    m, s = solver.model, solver
+    return [s.record(multipliers.copy_rows_where, m.row_count, [m.row_world, s.least_taken, lam_source],
+                     outputs=[lam_target]),
+            s.record(integration.copy_positions_where, s.entity_count, [
+                m.particle_count, m.particle_world, m.body_world, s.least_taken, *q_source], outputs=list(q_target))]
+
+
+def least_merit_note_commands(solver, state):
+    """``SolverSettings.wander_limit``, after each judgement: a world whose current point has the least merit
+    of its substep so far keeps it aside (multipliers and positions)."""
+    s = solver
+    return [s.record(multipliers.note_least_merit, s.model.world_count, [s.merit, s.merit_least],
+                     outputs=[s.least_taken])] + _copy_least_commands(
+        s, state.multipliers, (state.particle_q, state.body_q), s.lam_least, (s.particle_q_least, s.body_q_least))
+
+
+def least_merit_end_commands(solver, state, control, h):
+    """``SolverSettings.wander_limit``, after the Newton loop: one more assembly judges the point the budget
+    stopped at (the loop's last step is otherwise never judged), and a world that has not converged and ends above
+    ``wander_limit`` times the least merit it visited goes back to that point."""
+    s = solver
+    return (assemble_commands(s, state, control, h, round_off=False)
+            + [s.record(multipliers.choose_least_merit, s.model.world_count, [s.merit_least, s.retreat, s.wander_limit],
+                        outputs=[s.merit, s.least_taken])]
+            + _copy_least_commands(s, s.lam_least, (s.particle_q_least, s.body_q_least), state.multipliers,
+                                   (state.particle_q, state.body_q)))

@@ -213,6 +213,10 @@ class Solver:
         self.particle_q_start_first = zeros(m.particle_count, wp.vec3)
         self.body_q_start_first = zeros(m.body_count, wp.transform)
         self.merit_start_first, self.merit_start_second = zeros(m.world_count), zeros(m.world_count)
+        # SolverSettings.wander_limit: the point of least merit a substep's Newton loop has visited, per world.
+        self.lam_least, self.merit_least, self.least_taken = zeros(m.row_count), zeros(m.world_count), zeros(
+            m.world_count, int)
+        self.particle_q_least, self.body_q_least = zeros(m.particle_count, wp.vec3), zeros(m.body_count, wp.transform)
         self.start_stale = zeros(m.world_count, int)
 
     # ------------------------------------------------------------------ public
@@ -380,6 +384,8 @@ class Solver:
                 if has_rows else {},
                 "final_check": (newton.assemble_commands(self, state, control, h)
                                 + newton.update_commands(self, state, take_step=False)) if has_rows else [],
+                "least_end": newton.least_merit_end_commands(self, state, control, h)
+                if has_rows and self.wander_limit > 0.0 else [],
                 "finish": newton.finish_commands(self, state, h),
                 "check": self._check_commands(state) + self.input_check.commands(self, state, control),
                 "arrays": self._keyed_arrays(state, control),  # keeps them alive, so that their ids stay theirs
@@ -487,7 +493,9 @@ class Solver:
             self._run(iteration["begin"])
             self._run(iteration["assemble_first"], "assemble")
             wp.capture_while(self.newton_iterating, while_body=self._newton_iteration, iteration=iteration)
-            if self.line_search:
+            if self.wander_limit > 0.0:  # judges the last step too; a wandering world goes back
+                self._run(recording["least_end"], "update")
+            elif self.line_search:
                 self._run(recording["final_check"], "update")
             self._run(iteration["end"])
             state.multiplier_step = h if self.warm_start else 0.0

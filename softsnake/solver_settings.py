@@ -122,6 +122,21 @@ class SolverSettings:
             than without it (measured before the warm start was fitted to the prediction, which
             removed that runaway: experiments/results/convergence.md, "Where the energy comes from").
         line_search_halvings: the most consecutive halvings of one step [-].
+        wander_limit: a substep whose Newton loop has not converged and ends with a merit more than this many
+            times the least merit it visited goes back to that point (multipliers and positions) [-]; 0: off.
+            One more assembly then judges the loop's last step, which no assembly judged before; a converged
+            world keeps its point, and so does the line search's final check where this is 0. Why: full Newton
+            steps are not a descent method; where steps turn loaded contact rows of heavy rotations, the iterate
+            can wander away from a near-solution, and the budget stops it wherever it stands. A vine of heavy
+            rotations grown along a wall (experiments/results/convergence.md, "Where Newton stalls, and where it
+            wanders"): one balanced substep's merit fell from 2e-3 to 3.5e-8 in 2 iterations and rose to 1.7e-4 by
+            200; that rollout reached 19 J at 40 m/s, unflagged. Why 1000 and not 1 (always the least point): on
+            the same rollouts the limits 1 and 10 made most losses at 30 x 60 to 100 x 120 larger, up to 5 times
+            (an early iterate of least merit is no better an answer); at 1000 every loss stays within 3.3 mm of
+            the limit off, and both runaways (412 mm rms at 200 x 200, 56 at 400 x 400) are gone. It costs one
+            assembly per substep: the snake's frame 2 % (experiments/results/wander_limit.md). The golden
+            scenes never go back; they moved by up to 2e-6 (m, m/s) because the substep's velocity correction
+            now uses J at the end point (the end assembly's) rather than at the point before.
         momentum_balance: carry the momentum residual g = M (x - x~) - J(x)^T lambda in the Newton
             right-hand side and add its M-norm to the merit (``softsnake.kernels.rows``), so that a
             converged step is the implicit-Euler step exactly, whatever it started from (the step of
@@ -218,6 +233,7 @@ class SolverSettings:
     elastic_warm_start: bool | str = "auto"
     line_search: bool = False
     line_search_halvings: int = 3
+    wander_limit: float = 1000.0
     momentum_balance: bool | str = "auto"
     contact_margin: float = 0.01
     fb_epsilon: float = 1.0e-9
@@ -241,11 +257,14 @@ class SolverSettings:
                 raise ConfigError(f"{name} must be a {'positive' if least else 'non-negative'} integer, got {value!r}")
             object.__setattr__(self, name, int(value))
         for name in ("newton_tolerance", "newton_floor", "newton_floor_stall", "linear_tolerance", "contact_margin", "fb_epsilon",
-                     "contact_regularization", "friction_regularization", "min_stiffness_ratio", "energy_floor"):
+                     "contact_regularization", "friction_regularization", "min_stiffness_ratio", "energy_floor",
+                     "wander_limit"):
             value = float(getattr(self, name))
             if not (math.isfinite(value) and value >= 0.0):
                 raise ConfigError(f"{name} must be non-negative and finite, got {getattr(self, name)!r}")
             object.__setattr__(self, name, value)
+        if 0.0 < self.wander_limit < 1.0:
+            raise ConfigError(f"wander_limit must be 0 (off) or at least 1, got {self.wander_limit!r}")
         for name in ("max_speed", "max_angular_speed", "energy_growth_limit", "runaway_speed"):
             value = float(getattr(self, name))
             if not (math.isfinite(value) and value > 0.0):

@@ -295,6 +295,22 @@ def remember_accepted_points(
             offset_ref[base + k] = offset[base + k]
 
 
+@wp.kernel(enable_backward=False)  # never on a wp.Tape: a choice between iterates, not a differentiable step
+def copy_positions_where(particle_count: int, particle_world: wp.array(dtype=int), body_world: wp.array(dtype=int),
+                         taken: wp.array(dtype=int), particle_q_source: wp.array(dtype=wp.vec3),
+                         body_q_source: wp.array(dtype=wp.transform), particle_q: wp.array(dtype=wp.vec3),
+                         body_q: wp.array(dtype=wp.transform)):
+    """The source positions into ``particle_q`` and ``body_q`` for the entities of the worlds with taken[w] = 1
+    (``SolverSettings.wander_limit``: kept aside at a point of least merit, or put back at the substep's end)."""
+    e = nonnegative(wp.tid())
+    if taken[entity_world(e, particle_count, particle_world, body_world)] == 1:
+        if e < particle_count:
+            particle_q[e] = particle_q_source[e]
+        else:
+            b = nonnegative(e - particle_count)
+            body_q[b] = body_q_source[b]
+
+
 @wp.kernel(enable_backward=False)  # never on a wp.Tape: the gradients use adjoint.velocities_from_offsets
 def finish_particle_velocities(
     particle_q: wp.array(dtype=wp.vec3),

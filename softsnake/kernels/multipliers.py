@@ -126,6 +126,45 @@ def judge_newton_steps(
 
 
 @wp.kernel
+def start_least_merit(merit_least: wp.array(dtype=float)):
+    """A substep's Newton loop has visited no point yet (``SolverSettings.wander_limit``)."""
+    merit_least[nonnegative(wp.tid())] = 3.0e38
+
+
+@wp.kernel
+def note_least_merit(merit: wp.array(dtype=float), merit_least: wp.array(dtype=float), taken: wp.array(dtype=int)):
+    """After a judgement: taken[w] = 1 where the world's current point has the least merit of its substep so far
+    (it becomes ``merit_least``), else 0 (``SolverSettings.wander_limit``; NaN is never least)."""
+    w = nonnegative(wp.tid())
+    taken[w] = 0
+    if merit[w] < merit_least[w]:
+        merit_least[w] = merit[w]
+        taken[w] = 1
+
+
+@wp.kernel
+def choose_least_merit(merit_least: wp.array(dtype=float), retreat: wp.array(dtype=int), ratio: float,
+                       merit: wp.array(dtype=float), taken: wp.array(dtype=int)):
+    """After the end point's judgement: taken[w] = 1 where a world that has not converged (retreat != HOLD)
+    ends with more than ``ratio`` times the least merit it visited; its merit becomes that point's, which it goes
+    back to (``copy_rows_where``, ``integration.copy_positions_where``). A converged world keeps its point."""
+    w = nonnegative(wp.tid())
+    taken[w] = 0
+    if retreat[w] != HOLD and ratio * merit_least[w] < merit[w]:
+        merit[w] = merit_least[w]
+        taken[w] = 1
+
+
+@wp.kernel
+def copy_rows_where(row_world: wp.array(dtype=int), taken: wp.array(dtype=int), source: wp.array(dtype=float),
+                    target: wp.array(dtype=float)):
+    """target[i] = source[i] for the rows of the worlds with taken[w] = 1."""
+    i = nonnegative(wp.tid())
+    if taken[nonnegative(row_world[i])] == 1:
+        target[i] = source[i]
+
+
+@wp.kernel
 def flag_iterating_worlds(retreat: wp.array(dtype=int), world_count: int, iterating: wp.array(dtype=int)):
     """iterating[0] = 1 if some world has not converged (retreat != HOLD), else 0: one thread block (on the
     CPU one thread) counts them, each thread every block_dim-th world, then a sum over the block (integers:
@@ -181,7 +220,8 @@ def count_substep_ends(
     before it met its stop (its last judgement left it iterating); and unconverged_ends[w] += 1 where, besides,
     its last judged merit lay above ``margin_sq`` times its round-off floor (``row_round_off``): a world
     stopped at the floor is converged as far as float32 tells, one above it is not. The last step of a budget
-    is not judged (unless the line search's final check ran), so its merit is that of the point before."""
+    is judged by the substep's end assembly (``SolverSettings.wander_limit`` > 0, or the line search's final
+    check); without one its merit is that of the point before."""
     w = nonnegative(wp.tid())
     substeps[w] = substeps[w] + 1
     if retreat[w] != HOLD:
