@@ -90,6 +90,7 @@ def measure(job):
             "tip_mean_mm": round(MM * np.mean([r["tip_mean_m"] for r in rows]), 3), "substeps": substeps,
             "unconverged_substeps": sum(r["unconverged_substeps"] for r in rows),
             "newton_steps_per_substep": round(sum(r["newton_steps"] for r in rows) / substeps, 2),
+            "wander_returns": sum(r["wander_returns"] for r in rows),
             "seconds": round(time.perf_counter() - clock, 2), "failed": ""}
 
 

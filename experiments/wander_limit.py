@@ -6,14 +6,19 @@ rotations, 0.005 kg m^2) rolled out on the training videos 2, 3, 5 with the bala
 (experiments/results/convergence.md, "Where Newton stalls, and where it wanders"). Tried: the limit off (0), always
 the least point (1), 10 and 1000 (the default), at the video fits' ladder of budgets and two contact
 regularisations (the engine's 1e-2 and the fits' 1e-3). Then the fits' own setting (plain iteration, 200 x 200,
-r 1e-3) with the limit off and on, and the cost on the snake (2 coarse snakes, 8 x 40, ms per frame, median of 3
-alternated runs of 30 frames on this CPU).
+r 1e-3) with the limit off and on, where the default limit acts in the shipped scenes (the README's main job for
+2 s, the vine scenes at their durations: how many substeps went back, ``NewtonCounts.wander_returns``), and the cost
+on the snake (2 coarse snakes, 8 x 40, ms per frame, median of 3 alternated runs of 30 frames on this CPU).
 
 Writes wander_limit.csv and wander_limit.md into --out (default experiments/results).
 
 Usage: python experiments/wander_limit.py [--out DIR]
 """
 
+import re
+import subprocess
+import sys
+import tempfile
 import time
 
 import numpy as np
@@ -27,6 +32,10 @@ from softsnake.solver_settings import SolverSettings
 from video_fit_convergence import BUDGETS, COLUMNS, TRAIN, cell, measure
 
 LIMITS = (0.0, 1.0, 10.0, 1000.0)
+SCENES = (("gait", "--seconds", "2"), ("vine", "jitosho_wall"), ("vine", "jitosho_cluttered_1"),
+          ("vine", "jitosho_cluttered_2"), ("vine", "jitosho_cluttered_1", "--vines", "8"))
+"""The shipped scenes whose Newton summaries say whether any substep went back (the commands' defaults)."""
+ROW_COLUMNS = COLUMNS + ("wander_returns",)
 REGULARIZATIONS = (1e-2, 1e-3)
 MODEL = "wrinkling start"
 
@@ -48,6 +57,23 @@ def snake_cost(limits=(0.0, SolverSettings().wander_limit), frames=30, repeats=3
     return {limit: float(np.median(values)) for limit, values in times.items()}
 
 
+def wander_cell(row):
+    """``video_fit_convergence.cell``, and how many substeps went back where any did."""
+    text = cell(row)
+    return text if row["failed"] or not row["wander_returns"] else f"{text[:-1]}; {row['wander_returns']} back)"
+
+
+def returns_in(arguments):
+    """(substeps that went back, the command's Newton line) of ``softsnake ARGUMENTS --no-video`` (0 where its line
+    names none)."""
+    with tempfile.TemporaryDirectory() as folder:
+        done = subprocess.run([sys.executable, "-m", "softsnake", *arguments, "--no-video", "--out", folder],
+                              capture_output=True, text=True, check=True)
+    line = next(text for text in done.stdout.splitlines() if text.startswith("Newton"))
+    found = re.search(r"; (\d+) substeps? wandered", line)
+    return (int(found.group(1)) if found else 0), line
+
+
 def main(argv=None):
     out = make_output_folder(experiment_parser(__doc__, __file__).parse_args(argv).out)
     model = video_fit.model_to_dict(video_fit.VideoModel.initial("wrinkling"))
@@ -57,14 +83,17 @@ def main(argv=None):
         for regularization in REGULARIZATIONS:
             for budget in BUDGETS:
                 row = measure((MODEL, model, regularization, budget, True, {"wander_limit": limit}))
-                rows.append({"wander_limit": limit, **{key: row.get(key, "") for key in COLUMNS}})
+                rows.append({"wander_limit": limit, **{key: row.get(key, "") for key in ROW_COLUMNS}})
                 print(rows[-1], flush=True)
     fits = []
     for limit in (0.0, SolverSettings().wander_limit):
         budget = (video_fit.FIT_BUDGET["newton_iterations"], video_fit.FIT_BUDGET["linear_iterations"])
         row = measure((MODEL, model, video_fit.CONTACT_REGULARIZATION, budget, False, {"wander_limit": limit}))
-        fits.append({"wander_limit": limit, **{key: row.get(key, "") for key in COLUMNS}})
+        fits.append({"wander_limit": limit, **{key: row.get(key, "") for key in ROW_COLUMNS}})
         print(fits[-1], flush=True)
+    scenes = [(" ".join(arguments), *returns_in(arguments)) for arguments in SCENES]
+    for scene in scenes:
+        print(scene, flush=True)
     cost = snake_cost()
     write_dict_csv(out / "wander_limit.csv", rows + fits)
     lines = ["# The Newton loop's wander limit", "",
@@ -72,20 +101,23 @@ def main(argv=None):
              "this 2-core CPU, device cpu). What and why: the script's docstring.", "",
              f"{MODEL}, training videos {', '.join(map(str, TRAIN))} in one batch, the balanced iteration. Cells: "
              f"training rollout loss, rms [mm] (unconverged substeps of {rows[0].get('substeps', '?')}, Newton steps "
-             "per substep).", ""]
+             "per substep; substeps that went back to their least merit, where any did).", ""]
     for regularization in REGULARIZATIONS:
         lines += [f"## Contact regularisation {regularization:g}", "",
                   "| budget | " + " | ".join(f"limit {limit:g}" for limit in LIMITS) + " |", "|---|" + "---|" * len(LIMITS)]
         for newton, linear in BUDGETS:
             label = f"{newton}x{linear}"
             lines.append(f"| {newton} x {linear} | " + " | ".join(
-                cell(next(r for r in rows if r["wander_limit"] == limit and r["regularization"] == regularization
+                wander_cell(next(r for r in rows if r["wander_limit"] == limit and r["regularization"] == regularization
                           and r["budget"] == label)) for limit in LIMITS) + " |")
         lines.append("")
     lines += ["## The video fits' setting (plain iteration)", "",
               "| wander limit | budget | r | training loss rms [mm] (unconverged, Newton steps per substep) |",
               "|---|---|---|---|"]
-    lines += [f"| {r['wander_limit']:g} | {r['budget']} | {r['regularization']:g} | {cell(r)} |" for r in fits]
+    lines += [f"| {r['wander_limit']:g} | {r['budget']} | {r['regularization']:g} | {wander_cell(r)} |" for r in fits]
+    lines += ["", f"## Where the default limit ({SolverSettings().wander_limit:g}) acts in the shipped scenes", "",
+              "| command (`softsnake ...`, no video) | substeps that went back | its Newton line |", "|---|---|---|"]
+    lines += [f"| `{command}` | {returns} | {line} |" for command, returns, line in scenes]
     lines += ["", "## Cost on the snake (2 coarse snakes, 8 x 40, this CPU)", "", "| wander limit | ms per frame |",
               "|---|---|"] + [f"| {limit:g} | {ms:.1f} |" for limit, ms in cost.items()] + [""]
     with replaced_when_complete(out / "wander_limit.md") as temporary:

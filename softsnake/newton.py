@@ -280,6 +280,6 @@ def least_merit_end_commands(solver, state, control, h):
     s = solver
     return (assemble_commands(s, state, control, h, round_off=False)
             + [s.record(multipliers.choose_least_merit, s.model.world_count, [s.merit_least, s.retreat, s.wander_limit],
-                        outputs=[s.merit, s.least_taken])]
+                        outputs=[s.merit, s.least_taken, s.world_wander_returns])]
             + _copy_least_commands(s, s.lam_least, (s.particle_q_least, s.body_q_least), state.multipliers,
                                    (state.particle_q, state.body_q)))

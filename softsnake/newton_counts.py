@@ -20,8 +20,9 @@ experiments/results/convergence.md, "How substeps end"): the soft cantilever, bo
 three compliant double pendulums and a stiff block each reached the tolerance in at most 4 % of their
 substeps and ended at the budget with the root of the merit 0.2 to 0.9 times its floor (median),
 94-100 % of their substeps within twice it; the snake's gait at its 8 x 40 ends every substep 280
-times above it. A budget of one iteration judges no step: all its substeps count as
-unconverged.
+times above it. The substep's end assembly (``SolverSettings.wander_limit`` > 0, the default) judges the
+loop's last step; without it (``wander_limit`` 0, no line search) the last step goes unjudged, and a budget
+of one iteration counts every substep as unconverged.
 """
 
 from dataclasses import dataclass
@@ -48,6 +49,8 @@ class NewtonCounts:
         floor: ``SolverSettings.newton_floor`` at the time of reading [-].
         balanced: whether the iteration balanced momentum (``SolverSettings.momentum_balance``): the plain
             iteration's merit leaves out the momentum residual, so its converged step keeps the lag of its path.
+        wander_returns: substeps that went back to the least merit their loop visited, their end lying more than
+            ``SolverSettings.wander_limit`` times above it (None given: zeros).
     """
 
     substeps: np.ndarray
@@ -58,21 +61,27 @@ class NewtonCounts:
     tolerance: float
     floor: float
     balanced: bool = True
+    wander_returns: np.ndarray = None
 
-    COUNTS = ("substeps", "newton_steps", "budget_ends", "unconverged_ends")
+    COUNTS = ("substeps", "newton_steps", "budget_ends", "unconverged_ends", "wander_returns")
+
+    def __post_init__(self):
+        if self.wander_returns is None:
+            object.__setattr__(self, "wander_returns", np.zeros_like(self.substeps))
+
+    def _settings(self):
+        return {"budget": self.budget, "tolerance": self.tolerance, "floor": self.floor, "balanced": self.balanced}
 
     @classmethod
     def joined(cls, parts):
         """The counts of several solvers' worlds one after the other (the worker processes' shares of a batch)."""
         parts = list(parts)
-        first = parts[0]
-        return cls(*(np.concatenate([getattr(part, name) for part in parts]) for name in cls.COUNTS),
-                   budget=first.budget, tolerance=first.tolerance, floor=first.floor, balanced=first.balanced)
+        return cls(**{name: np.concatenate([getattr(part, name) for part in parts]) for name in cls.COUNTS},
+                   **parts[0]._settings())
 
     def world(self, w):
         """The counts of world ``w`` alone (arrays of one entry), with the same settings."""
-        return type(self)(*(getattr(self, name)[w:w + 1].copy() for name in self.COUNTS), budget=self.budget,
-                          tolerance=self.tolerance, floor=self.floor, balanced=self.balanced)
+        return type(self)(**{name: getattr(self, name)[w:w + 1].copy() for name in self.COUNTS}, **self._settings())
 
     @property
     def converged_fraction(self):
@@ -101,7 +110,7 @@ class NewtonCounts:
         if unconverged == substeps:
             nor_floor = "" if self.floor > 0.0 else ", nor near float32's round-off floor"
             return (head + f"no substep converged ({criterion}{nor_floor}): these numbers are the budget's answer, not "
-                    f"a converged one (how far apart: {study})")
+                    f"a converged one (how far apart: {study})" + self._wandered())
         parts = [f"{_percent(stopped, substeps)} of substeps reached the stop ({criterion})"]
         if at_floor:
             parts.append(f"{_percent(at_floor, substeps)} ended near float32's round-off floor (within "
@@ -115,7 +124,15 @@ class NewtonCounts:
             parts[-1] += f": every {world_name} converged"
         lag = "" if self.balanced else ("; the plain iteration (momentum not balanced) keeps the lag of its path "
                                         "even where it converged")
-        return head + ", ".join(parts) + lag
+        return head + ", ".join(parts) + self._wandered() + lag
+
+    def _wandered(self):
+        """The clause on substeps that went back to their least merit ("" where none did)."""
+        returns = int(self.wander_returns.sum())
+        if not returns:
+            return ""
+        return (f"; {returns} substep{'s' * (returns != 1)} wandered and went back to the least merit of "
+                f"{'their' if returns != 1 else 'its'} Newton loop (wander_limit)")
 
 
 def _percent(count, total):

@@ -207,6 +207,7 @@ class Solver:
         # How each world's Newton loops ended, counted on the device (Solver.newton_counts).
         self.world_substeps, self.world_newton_steps, self.world_budget_ends, self.world_unconverged_ends = (
             zeros(m.world_count, int) for _ in range(4))
+        self.world_wander_returns = zeros(m.world_count, int)
         # The elastic warm start's second start (SolverSettings.elastic_warm_start): carried multipliers, the
         # first start kept, the merits of both.
         self.lam_carried, self.lam_start_first = zeros(m.row_count), zeros(m.row_count)
@@ -301,13 +302,15 @@ class Solver:
         :class:`softsnake.newton_counts.NewtonCounts` (per world: substeps, Newton steps, substeps the budget
         ended, and those of them above float32's round-off floor: unconverged). One read from the device; the
         counting itself runs in every step."""
-        return NewtonCounts(*(a.numpy()[:self.model.world_count].astype(np.int64) for a in self._newton_count_arrays),
+        return NewtonCounts(**{name: a.numpy()[:self.model.world_count].astype(np.int64)
+                               for name, a in zip(NewtonCounts.COUNTS, self._newton_count_arrays)},
                             budget=self.newton_iterations, tolerance=self.newton_tolerance, floor=self.newton_floor,
                             balanced=self.balances_momentum)
 
     @property
     def _newton_count_arrays(self):
-        return self.world_substeps, self.world_newton_steps, self.world_budget_ends, self.world_unconverged_ends
+        return (self.world_substeps, self.world_newton_steps, self.world_budget_ends, self.world_unconverged_ends,
+                self.world_wander_returns)
 
     def reset_newton_counts(self):
         """Start ``newton_counts`` from zero."""
@@ -319,6 +322,8 @@ class Solver:
         ``NewtonCounts.COUNTS`` to one count per world. A run that goes on from a saved state reports its whole
         length."""
         for name, target in zip(NewtonCounts.COUNTS, self._newton_count_arrays):
+            if name == "wander_returns" and name not in counts:  # counts saved before the twenty-sixth session
+                continue
             earlier = np.asarray(counts[name])
             if earlier.shape != (self.model.world_count,):
                 raise ConfigError(f"newton counts {name} hold {earlier.shape} values, not one per world "

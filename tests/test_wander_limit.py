@@ -25,14 +25,26 @@ def _video_3_tip_errors(wander_limit):
     options = {**video_fit.SOLVER_OPTIONS, "momentum_balance": True, "wander_limit": wander_limit}
     rows, _ = video_fit.evaluate(video_fit.VideoModel.initial("wrinkling"), vv.load_videos((3,)),
                                  solver_options=options)
-    return rows[0]["tip_mean_m"], rows[0]["tip_max_m"]
+    return rows[0]["tip_mean_m"], rows[0]["tip_max_m"], rows[0]["wander_returns"]
 
 
 def test_a_wandering_balanced_rollout_no_longer_runs_away():
-    mean, largest = _video_3_tip_errors(SolverSettings().wander_limit)
+    mean, largest, returns = _video_3_tip_errors(SolverSettings().wander_limit)
     assert mean < 0.06 and largest < 0.2, (mean, largest)  # the video's vine, within about a tube diameter
-    mean_off, largest_off = _video_3_tip_errors(0.0)
+    assert 0 < returns < 20, returns  # a few of its 438 substeps went back (NewtonCounts.wander_returns)
+    mean_off, largest_off, returns_off = _video_3_tip_errors(0.0)
     assert mean_off > 0.3 and largest_off > 1.0, (mean_off, largest_off)  # the runaway the limit removes
+    assert returns_off == 0
+
+
+def test_the_summary_names_the_substeps_that_went_back():
+    from softsnake.newton_counts import NewtonCounts
+
+    counts = NewtonCounts(np.array([10, 10]), np.array([80, 80]), np.array([10, 10]), np.array([10, 10]), budget=8,
+                          tolerance=1e-5, floor=2.0, wander_returns=np.array([0, 3]))
+    assert counts.summary().endswith("; 3 substeps wandered and went back to the least merit of their Newton loop "
+                                     "(wander_limit)")
+    assert "wandered" not in NewtonCounts(*(np.array([1]),) * 4, budget=8, tolerance=1e-5, floor=2.0).summary()
 
 
 def test_only_unconverged_worlds_far_above_their_least_merit_go_back():
@@ -41,10 +53,10 @@ def test_only_unconverged_worlds_far_above_their_least_merit_go_back():
     merit = wp.array([1e-3, 1e-6, 1e-3, np.nan], dtype=float, device="cpu")
     least = wp.array([1e-7, 1e-7, 1e-9, 1e-7], dtype=float, device="cpu")
     retreat = wp.array([0, 0, hold, 0], dtype=int, device="cpu")
-    taken = wp.zeros(4, dtype=int, device="cpu")
-    wp.launch(multipliers.choose_least_merit, 4, inputs=[least, retreat, 1000.0], outputs=[merit, taken],
+    taken, returns = wp.zeros(4, dtype=int, device="cpu"), wp.zeros(4, dtype=int, device="cpu")
+    wp.launch(multipliers.choose_least_merit, 4, inputs=[least, retreat, 1000.0], outputs=[merit, taken, returns],
               device="cpu")
-    assert taken.numpy().tolist() == [1, 0, 0, 0]
+    assert taken.numpy().tolist() == [1, 0, 0, 0] and returns.numpy().tolist() == [1, 0, 0, 0]
     assert merit.numpy()[0] == pytest.approx(1e-7)  # its merit is now that of the point it went back to
 
 

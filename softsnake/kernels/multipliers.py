@@ -144,15 +144,17 @@ def note_least_merit(merit: wp.array(dtype=float), merit_least: wp.array(dtype=f
 
 @wp.kernel
 def choose_least_merit(merit_least: wp.array(dtype=float), retreat: wp.array(dtype=int), ratio: float,
-                       merit: wp.array(dtype=float), taken: wp.array(dtype=int)):
+                       merit: wp.array(dtype=float), taken: wp.array(dtype=int), returns: wp.array(dtype=int)):
     """After the end point's judgement: taken[w] = 1 where a world that has not converged (retreat != HOLD)
     ends with more than ``ratio`` times the least merit it visited; its merit becomes that point's, which it goes
-    back to (``copy_rows_where``, ``integration.copy_positions_where``). A converged world keeps its point."""
+    back to (``copy_rows_where``, ``integration.copy_positions_where``), and returns[w] counts it. A converged
+    world keeps its point."""
     w = nonnegative(wp.tid())
     taken[w] = 0
     if retreat[w] != HOLD and ratio * merit_least[w] < merit[w]:
         merit[w] = merit_least[w]
         taken[w] = 1
+        returns[w] = returns[w] + 1
 
 
 @wp.kernel

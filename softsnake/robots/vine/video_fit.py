@@ -486,6 +486,7 @@ def evaluate(model, videos, *, link_count=FIT_LINKS, dt=FIT_DT, solver_options=N
         row["substeps"] = int(rollout.newton_counts.substeps[0])
         row["unconverged_substeps"] = int(rollout.newton_counts.unconverged_ends[0])
         row["newton_steps"] = int(rollout.newton_counts.newton_steps[0])
+        row["wander_returns"] = int(rollout.newton_counts.wander_returns[0])
         rows.append(row)
     return rows, rollouts
 
