@@ -167,3 +167,15 @@ def test_one_worlds_counts_and_joined_back():
     joined = NewtonCounts.joined(worlds)
     assert all(np.array_equal(getattr(joined, name), getattr(counts, name)) for name in NewtonCounts.COUNTS)
     assert len(set(counts.budget_ends.tolist())) > 1
+
+
+def test_counts_saved_before_the_wander_limit_are_added_as_none_went_back():
+    """A resume point saved before the twenty-sixth session has no ``wander_returns``: its other counts are added,
+    and none of its substeps counts as gone back."""
+    model = pendulum_worlds("cpu")
+    solver = softsnake.Solver(model)
+    earlier = {name: np.full(model.world_count, 3) for name in NewtonCounts.COUNTS if name != "wander_returns"}
+    solver.add_newton_counts(earlier)
+    counts = solver.newton_counts()
+    assert counts.substeps.tolist() == [3] * model.world_count
+    assert counts.wander_returns.tolist() == [0] * model.world_count
