@@ -16,8 +16,8 @@ One Newton iteration (``softsnake.kernels.rows`` derives its system):
 
 After the last iteration one more assembly judges the last step: a world that has not converged and whose
 merit ends above ``SolverSettings.wander_limit`` times the least it visited goes back to that point
-(``least_merit_end_commands``); with the line search (and ``wander_limit`` 0) that assembly judges the last step
-the same way as the others (``final_check``), so that no substep ends on a step that raised its world's residual. The velocities v = (x - x_n) / h
+(``least_merit_end_commands``); with the line search that assembly judges the last step the same way as the
+others instead (``final_check``), so that no substep ends on a step that raised its world's residual. The velocities v = (x - x_n) / h
 follow, less what a contact moved a particle or a body out of a penetration the substep began with
 (``finish_commands``).
 """

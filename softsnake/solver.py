@@ -390,7 +390,7 @@ class Solver:
                 "final_check": (newton.assemble_commands(self, state, control, h)
                                 + newton.update_commands(self, state, take_step=False)) if has_rows else [],
                 "least_end": newton.least_merit_end_commands(self, state, control, h)
-                if has_rows and self.wander_limit > 0.0 else [],
+                if has_rows and self.wander_limit > 0.0 and not self.line_search else [],
                 "finish": newton.finish_commands(self, state, h),
                 "check": self._check_commands(state) + self.input_check.commands(self, state, control),
                 "arrays": self._keyed_arrays(state, control),  # keeps them alive, so that their ids stay theirs
@@ -498,10 +498,10 @@ class Solver:
             self._run(iteration["begin"])
             self._run(iteration["assemble_first"], "assemble")
             wp.capture_while(self.newton_iterating, while_body=self._newton_iteration, iteration=iteration)
-            if self.wander_limit > 0.0:  # judges the last step too; a wandering world goes back
-                self._run(recording["least_end"], "update")
-            elif self.line_search:
+            if self.line_search:  # its own end: a last step that raised the merit is halved
                 self._run(recording["final_check"], "update")
+            elif self.wander_limit > 0.0:  # judges the last step too; a wandering world goes back
+                self._run(recording["least_end"], "update")
             self._run(iteration["end"])
             state.multiplier_step = h if self.warm_start else 0.0
         self._run(recording["finish"], "finish")

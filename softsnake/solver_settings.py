@@ -125,8 +125,8 @@ class SolverSettings:
         wander_limit: a substep whose Newton loop has not converged and ends with a merit more than this many
             times the least merit it visited goes back to that point (multipliers and positions) [-]; 0: off.
             One more assembly then judges the loop's last step, which no assembly judged before; a converged
-            world keeps its point. With ``line_search`` on it replaces the line search's final check (which
-            halved a last step that raised the merit); with this 0 that check runs as before. Why: full Newton
+            world keeps its point. With ``line_search`` on the line search's own final check ends the substep
+            instead (it halves a last step that raised the merit; the line search never wanders). Why: full Newton
             steps are not a descent method; where steps turn loaded contact rows of heavy rotations, the iterate
             can wander away from a near-solution, and the budget stops it wherever it stands. A vine of heavy
             rotations grown along a wall (experiments/results/convergence.md, "Where Newton stalls, and where it

@@ -222,8 +222,8 @@ def count_substep_ends(
     before it met its stop (its last judgement left it iterating); and unconverged_ends[w] += 1 where, besides,
     its last judged merit lay above ``margin_sq`` times its round-off floor (``row_round_off``): a world
     stopped at the floor is converged as far as float32 tells, one above it is not. The last step of a budget
-    is judged by the substep's end assembly (``SolverSettings.wander_limit`` > 0, or the line search's final
-    check); without one its merit is that of the point before."""
+    is judged by the substep's end assembly (the line search's final check, or else ``SolverSettings.wander_limit``
+    > 0); without one its merit is that of the point before."""
     w = nonnegative(wp.tid())
     substeps[w] = substeps[w] + 1
     if retreat[w] != HOLD:
