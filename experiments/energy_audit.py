@@ -61,9 +61,10 @@ def fastest_point(state):
     return max(speeds)
 
 
-def run_case(model, newton, linear, dt, steps, warm_start, elastic=None):
+def run_case(model, newton, linear, dt, steps, warm_start, elastic=None, regularization=None):
     solver = softsnake.Solver(model, substeps=1, newton_iterations=newton, linear_iterations=linear,
-                              warm_start=warm_start, check_finite=False, **elastic_options(elastic))
+                              warm_start=warm_start, check_finite=False, **elastic_options(elastic),
+                              **regularization_options(regularization))
     state, control = model.state(), model.control()
     speeds = []
     for _ in range(steps):
@@ -98,7 +99,7 @@ def main(argv=None):
     dts = [(text, parse_dt(text)) for text in args.dts.split(",")]
     cases = [(body, modulus, ratio) for body in SOFT_BODIES for modulus in moduli for ratio in ratios]
     cases.append(("box", float("nan"), float("nan")))
-    stem = "energy_audit" + ("_cold" if args.cold else elastic_suffix)
+    stem = "energy_audit" + ("_cold" if args.cold else elastic_suffix) + regularization_suffix(args)
     start_name = "cold" if args.cold else {"default": "warm; elastic warm start from 3 Newton iterations",
                                            "on": "warm, elastic warm start", "off": "warm, no elastic warm start"}[
                                                args.elastic_warm_start]
@@ -106,7 +107,8 @@ def main(argv=None):
     for (body, modulus, ratio), mu, (dt_text, dt), (label, newton, linear) in itertools.product(
             cases, frictions, dts, budgets):
         model = build(body, modulus, ratio, mu)
-        first, last = run_case(model, newton, linear, dt, args.steps, not args.cold, elastic)
+        first, last = run_case(model, newton, linear, dt, args.steps, not args.cold, elastic,
+                               args.contact_regularization)
         rows.append({"body": body, "young_pa": modulus, "poisson": ratio, "mu": mu, "dt_s": dt_text,
                      "budget": label, "max_speed_first_third_m_s": first, "max_speed_last_third_m_s": last,
                      "at_rest": last <= args.rest_speed})
@@ -119,7 +121,7 @@ def main(argv=None):
 
 def add_audit_options(parser, budgets):
     """The options every audit takes: --budgets (default ``budgets``), --frictions, --dts, --steps, --rest-speed,
-    --cold."""
+    --cold, --contact-regularization."""
     parser.add_argument("--budgets", default=budgets, help="NEWTONxLINEAR,...")
     parser.add_argument("--frictions", default="0,0.5", help="ground friction coefficients")
     parser.add_argument("--dts", default="1/120,1/30", help="step lengths [s] (one substep)")
@@ -127,6 +129,18 @@ def add_audit_options(parser, budgets):
     parser.add_argument("--rest-speed", type=float, default=0.01, help="fastest speed in the last third that "
                         "still counts as at rest [m/s]")
     parser.add_argument("--cold", action="store_true", help="start every substep cold (warm_start=False)")
+    parser.add_argument("--contact-regularization", type=float, default=None,
+                        help="SolverSettings.contact_regularization (default: the engine's); files end in _r<value>")
+
+
+def regularization_options(regularization):
+    """Solver keywords for ``--contact-regularization`` (none for the engine's default)."""
+    return {} if regularization is None else {"contact_regularization": regularization}
+
+
+def regularization_suffix(args):
+    """The file name ending of a run with ``--contact-regularization`` ("" for the engine's default)."""
+    return "" if args.contact_regularization is None else f"_r{args.contact_regularization:g}"
 
 
 def write_audit(out, stem, rows, title, script, args, fastest, note=""):

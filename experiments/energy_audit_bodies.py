@@ -37,7 +37,7 @@ import softsnake
 from softsnake.cli.common import experiment_parser, make_output_folder
 
 from convergence import parse_budgets
-from energy_audit import add_audit_options, parse_dt, write_audit
+from energy_audit import add_audit_options, parse_dt, regularization_options, regularization_suffix, write_audit
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from engine_scenes import wheeled_cart  # noqa: E402  (the cart of tests/test_energy.py)
@@ -119,10 +119,11 @@ def main(argv=None):
     budgets = parse_budgets(args.budgets)
     frictions = [float(x) for x in args.frictions.split(",")]
     dts = [(text, parse_dt(text)) for text in args.dts.split(",")]
-    stem = "energy_audit_bodies" + ("_cold" if args.cold else "")
+    stem = "energy_audit_bodies" + ("_cold" if args.cold else "") + regularization_suffix(args)
     rows = []
     for body, mu, (dt_text, dt), (label, newton, linear) in itertools.product(bodies, frictions, dts, budgets):
         settings = {} if label == "default" else {"newton_iterations": newton, "linear_iterations": linear}
+        settings.update(regularization_options(args.contact_regularization))
         first, last, rise = run_case(build(body, mu), settings, dt, args.steps, not args.cold)
         rows.append({"body": body, "mu": mu, "dt_s": dt_text, "budget": label, "max_speed_first_third_m_s": first,
                      "max_speed_last_third_m_s": last, "largest_energy_rise_late_per_cm_drop": rise,
