@@ -279,8 +279,10 @@ to draw (0.17 s each there). Measured there: 48 such pictures in 8.4 s in one pr
 
 def drawing_processes(picture_count, cores=None):
     """How many processes ``render_frames`` draws ``picture_count`` pictures in: one per ``PICTURES_PER_PROCESS``
-    pictures, at most one per core (``cores``, default this machine's)."""
-    cores = (os.cpu_count() or 1) if cores is None else cores
+    pictures, at most one per core (``cores``, default those this process may run on: a container's, not its
+    host's)."""
+    if cores is None:
+        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
     return max(1, min(cores, picture_count // PICTURES_PER_PROCESS))
 
 
