@@ -12,8 +12,9 @@ Scenes, each at the budget its users run:
 
 Reported per scene: substeps, the shares that reached the stop, ended at the budget within twice their
 round-off floor, and ended above it (unconverged), Newton steps per substep, and the root of the merit over
-its round-off floor at the end of every step's last substep (median, 90th percentile, largest; the budget's
-last step is not judged, so this is the point before it). 60 steps of 1/120 s (the vine: its 450 steps).
+its round-off floor at the end of every step's last substep (median, 90th percentile, largest; since the
+twenty-sixth session the substep's end assembly judges the budget's last step, ``SolverSettings.wander_limit``;
+the page was measured before, at the point before that step). 60 steps of 1/120 s (the vine: its 450 steps).
 
 Writes newton_counts.csv/.md into --out (default experiments/results), rewritten after every scene.
 
