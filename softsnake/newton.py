@@ -198,7 +198,7 @@ def assemble_commands(solver, state, control, h, round_off=True):
     commands.append(s.record(integration.remember_accepted_points, s.entity_count, [
         s.offset, m.particle_count, m.particle_world, m.body_world, s.retreat], outputs=[s.offset_ref]))
     commands.append(s.record(multipliers.flag_iterating_worlds, 1, [s.retreat, m.world_count],
-                             outputs=[s.newton_iterating], block_threads=FLAG_THREADS))
+                             outputs=[s.newton_iterating, s.newton_unfinished], block_threads=FLAG_THREADS))
     return commands
 
 

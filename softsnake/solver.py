@@ -203,6 +203,8 @@ class Solver:
         self.retreat, self.world_flag = zeros(m.world_count, int), zeros(m.world_count, int)
         # 1 while some world's Newton iteration goes on (multipliers.flag_iterating_worlds; Solver._substep).
         self.newton_iterating, self.newton_count = zeros(1, int), zeros(1, int)
+        # 1 where the last judgement left some world iterating, also after the budget ended the loop.
+        self.newton_unfinished = zeros(1, int)
         self.energy_streak_steps, self.energy_peak = zeros(m.world_count, int), zeros(m.world_count)
         # How each world's Newton loops ended, counted on the device (Solver.newton_counts).
         self.world_substeps, self.world_newton_steps, self.world_budget_ends, self.world_unconverged_ends = (
@@ -500,8 +502,11 @@ class Solver:
             wp.capture_while(self.newton_iterating, while_body=self._newton_iteration, iteration=iteration)
             if self.line_search:  # its own end: a last step that raised the merit is halved
                 self._run(recording["final_check"], "update")
-            elif self.wander_limit > 0.0:  # judges the last step too; a wandering world goes back
-                self._run(recording["least_end"], "update")
+            elif self.wander_limit > 0.0:
+                # The last step judged too, and a wandering world goes back; where every world converged (held its
+                # point, on which the last assembly ran) there is nothing to judge, and the assembly is skipped.
+                wp.capture_if(self.newton_unfinished, on_true=self._run, commands=recording["least_end"],
+                              phase="update")
             self._run(iteration["end"])
             state.multiplier_step = h if self.warm_start else 0.0
         self._run(recording["finish"], "finish")

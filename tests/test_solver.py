@@ -100,11 +100,13 @@ def test_solver_settings_changed_between_steps_take_effect():
 
 
 @wp.kernel
-def every_world_iterating(retreat: wp.array(dtype=int), world_count: int, iterating: wp.array(dtype=int)):
-    """``multipliers.flag_iterating_worlds`` for a loop forced to its whole budget."""
+def every_world_iterating(retreat: wp.array(dtype=int), world_count: int, iterating: wp.array(dtype=int),
+                          unfinished: wp.array(dtype=int)):
+    """``multipliers.flag_iterating_worlds`` for a loop forced to its whole budget (and its end assembly)."""
     _block, lane = wp.tid()
     if lane == 0:
         iterating[0] = 1
+        unfinished[0] = 1
 
 
 @pytest.mark.parametrize("scene", ["soft", "bodies", "pendulums"])

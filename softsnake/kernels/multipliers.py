@@ -167,11 +167,14 @@ def copy_rows_where(row_world: wp.array(dtype=int), taken: wp.array(dtype=int), 
 
 
 @wp.kernel
-def flag_iterating_worlds(retreat: wp.array(dtype=int), world_count: int, iterating: wp.array(dtype=int)):
-    """iterating[0] = 1 if some world has not converged (retreat != HOLD), else 0: one thread block (on the
-    CPU one thread) counts them, each thread every block_dim-th world, then a sum over the block (integers:
-    exact in any order). The Newton loop goes on while it is 1 (``Solver._substep``: on a GPU a conditional
-    node of the step's CUDA graph, a conditional branch of a CPU graph)."""
+def flag_iterating_worlds(retreat: wp.array(dtype=int), world_count: int, iterating: wp.array(dtype=int),
+                          unfinished: wp.array(dtype=int)):
+    """iterating[0] = unfinished[0] = 1 if some world has not converged (retreat != HOLD), else 0: one thread block
+    (on the CPU one thread) counts them, each thread every block_dim-th world, then a sum over the block (integers:
+    exact in any order). The Newton loop goes on while ``iterating`` is 1 (``Solver._substep``: on a GPU a
+    conditional node of the step's CUDA graph, a conditional branch of a CPU graph); the budget's end sets it to 0
+    (``count_newton_iteration``) and leaves ``unfinished``, which runs the substep's end assembly
+    (``SolverSettings.wander_limit``) only where some world did not converge."""
     _block, lane = wp.tid()
     count = int(0)
     w = lane
@@ -182,6 +185,7 @@ def flag_iterating_worlds(retreat: wp.array(dtype=int), world_count: int, iterat
     total = wp.tile_sum(wp.tile(count))[0]
     if lane == 0:
         iterating[0] = wp.where(total > 0, 1, 0)
+        unfinished[0] = iterating[0]
 
 
 @wp.kernel
