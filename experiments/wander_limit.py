@@ -8,7 +8,8 @@ the least point (1), 10 and 1000 (the default), at the video fits' ladder of bud
 regularisations (the engine's 1e-2 and the fits' 1e-3). Then the fits' own setting (plain iteration, 200 x 200,
 r 1e-3) with the limit off and on, where the default limit acts in the shipped scenes (the README's main job for
 2 s, the vine scenes at their durations: how many substeps went back, ``NewtonCounts.wander_returns``), and the cost
-on the snake (2 coarse snakes, 8 x 40, ms per frame, median of 3 alternated runs of 30 frames on this CPU).
+on the snake (2 coarse snakes, 8 x 40, ms per frame, median of 3 alternated runs of 30 frames on this CPU) and on
+the vines (cluttered scene 1, 1 and 64 vines, ms per vine-step, medians of 3 alternated runs of 200 steps).
 
 Writes wander_limit.csv and wander_limit.md into --out (default experiments/results).
 
@@ -57,6 +58,25 @@ def snake_cost(limits=(0.0, SolverSettings().wander_limit), frames=30, repeats=3
     return {limit: float(np.median(values)) for limit, values in times.items()}
 
 
+def vine_cost(vine_counts=(1, 64), limits=(0.0, SolverSettings().wander_limit), steps=200, repeats=3):
+    """{(vines, limit): median ms per vine-step} of cluttered scene 1's vines at their defaults, the runs
+    alternated (each a new batch, stepped 5 steps first: kernels loaded, graphs captured)."""
+    from softsnake.robots.vine.scene import load_scene
+    from softsnake.robots.vine.simulation import VineBatch, rollout, specs_from_scene
+
+    scene = load_scene("jitosho_cluttered_1")
+    times = {(vines, limit): [] for vines in vine_counts for limit in limits}
+    for _ in range(repeats):
+        for vines, limit in times:
+            specs = specs_from_scene(scene, vine_count=vines, heading_spread=0.2 if vines > 1 else 0.0)
+            batch = VineBatch(specs, solver_options={"wander_limit": limit})
+            rollout(batch, 5, scene.sim.dt)
+            clock = time.perf_counter()
+            rollout(batch, steps, scene.sim.dt)
+            times[(vines, limit)].append(1e3 * (time.perf_counter() - clock) / steps / vines)
+    return {key: float(np.median(values)) for key, values in times.items()}
+
+
 def wander_cell(row):
     """``video_fit_convergence.cell``, and how many substeps went back where any did."""
     text = cell(row)
@@ -95,6 +115,7 @@ def main(argv=None):
     for scene in scenes:
         print(scene, flush=True)
     cost = snake_cost()
+    vines = vine_cost()
     write_dict_csv(out / "wander_limit.csv", rows + fits)
     lines = ["# The Newton loop's wander limit", "",
              f"Reproduce with `python experiments/wander_limit.py` ({(time.perf_counter() - clock) / 60:.0f} min on "
@@ -119,7 +140,10 @@ def main(argv=None):
               "| command (`softsnake ...`, no video) | substeps that went back | its Newton line |", "|---|---|---|"]
     lines += [f"| `{command}` | {returns} | {line} |" for command, returns, line in scenes]
     lines += ["", "## Cost on the snake (2 coarse snakes, 8 x 40, this CPU)", "", "| wander limit | ms per frame |",
-              "|---|---|"] + [f"| {limit:g} | {ms:.1f} |" for limit, ms in cost.items()] + [""]
+              "|---|---|"] + [f"| {limit:g} | {ms:.1f} |" for limit, ms in cost.items()]
+    lines += ["", "## Cost on the vines (cluttered scene 1 at its defaults, 200 steps, medians of 3 alternated, this CPU)",
+              "", "| vines | wander limit | ms per vine-step |", "|---|---|---|"]
+    lines += [f"| {count} | {limit:g} | {ms:.4f} |" for (count, limit), ms in vines.items()] + [""]
     with replaced_when_complete(out / "wander_limit.md") as temporary:
         temporary.write_text("\n".join(lines))
     print(f"wrote {out / 'wander_limit.md'}")

@@ -136,8 +136,8 @@ class SolverSettings:
             (an early iterate of least merit is no better an answer); at 1000 every loss stays within 3.3 mm of
             the limit off, and both runaways (412 mm rms at 200 x 200, 56 at 400 x 400) are gone (9 and 6 of
             their 1 536 substeps went back). In the shipped snake and vine scenes no substep goes back
-            (``NewtonCounts.wander_returns`` counts them). It costs one assembly per substep: the snake's frame
-            2 % (experiments/results/wander_limit.md). The golden
+            (``NewtonCounts.wander_returns`` counts them). It costs one assembly per substep where some world did
+            not converge: the snake's frame 1.6 %, the vines' step 1 % (experiments/results/wander_limit.md). The golden
             scenes never go back; they moved by up to 2e-6 (m, m/s) because the substep's velocity correction
             now uses J at the end point (the end assembly's) rather than at the point before.
         momentum_balance: carry the momentum residual g = M (x - x~) - J(x)^T lambda in the Newton
