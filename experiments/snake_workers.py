@@ -30,6 +30,7 @@ import time
 from pathlib import Path
 
 from softsnake.cli.common import experiment_parser, make_output_folder
+from softsnake.machine import usable_cores
 from softsnake.output_files import write_dict_csv
 
 REPEATS = 3
@@ -96,7 +97,7 @@ def main(argv=None):
     parser.add_argument("--video", action="store_true", help="also write the GIF (off: its drawing is one process's)")
     args = parser.parse_args(argv)
     out = make_output_folder(args.out)
-    cores = os.cpu_count() or 1
+    cores = usable_cores()
     print(f"CPU: {cpu_name()}, {cores} cores; Warp device cpu; load average before: "
           f"{', '.join(f'{load:.2f}' for load in os.getloadavg())}", flush=True)
     times = {1: ([], [], []), 0: ([], [], [])}

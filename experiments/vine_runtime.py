@@ -31,7 +31,6 @@ Usage: python experiments/vine_runtime.py [--out DIR] [--device cpu|cuda] [--qui
 """
 
 import argparse
-import os
 import sys
 import time
 
@@ -39,6 +38,7 @@ import numpy as np
 import warp as wp
 
 from softsnake.cli.common import experiment_parser, make_output_folder, positive_int_list
+from softsnake.machine import usable_cores
 from softsnake.output_files import write_dict_csv
 from softsnake.plotting import new_figure, save, styled
 from softsnake.robots.vine.benchmarks import SINGLE_DT, SINGLE_STEPS, runtime_vine_specs, spread_batch_specs
@@ -234,7 +234,7 @@ def main(argv=None):
     single = [row for solver in args.linear_solvers
               for row in single_vine(args.device, bodies, solver, args.budget, args.single_steps)]
     print("seed 003 Fig. 5: batches of vines with random launch angles")
-    processes = (os.cpu_count() or 1) if device.is_cpu else 1
+    processes = usable_cores() if device.is_cpu else 1
     sizes = args.sizes or (BATCH_SIZES[:4] if args.quick else BATCH_SIZES)
     batch = [row for k, solver in enumerate(args.linear_solvers)  # worker processes: once, with the first solver
              for row in batched(args.device, sizes, args.links or BATCH_LINKS, processes if k == 0 else 1, solver,

@@ -33,6 +33,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 from mpl_toolkits.mplot3d.art3d import Poly3DCollection
 
+from .machine import usable_cores
 from .output_files import replaced_when_complete
 from .plotting import STYLE
 
@@ -281,8 +282,7 @@ def drawing_processes(picture_count, cores=None):
     """How many processes ``render_frames`` draws ``picture_count`` pictures in: one per ``PICTURES_PER_PROCESS``
     pictures, at most one per core (``cores``, default those this process may run on: a container's, not its
     host's)."""
-    if cores is None:
-        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    cores = usable_cores() if cores is None else cores
     return max(1, min(cores, picture_count // PICTURES_PER_PROCESS))
 
 

@@ -1,14 +1,13 @@
 """The ``--workers`` option of the commands that can split a batch over CPU processes (``gait``, ``vine``;
 softsnake.robots.workers): the same text, checks and meaning in both."""
 
-import os
-
 from softsnake.errors import UsageError
+from softsnake.machine import usable_cores
 
 
 def add_workers_option(parser):
     parser.add_argument("--workers", type=int, default=1, metavar="W",
-                        help="CPU processes that share the batch (default 1; 0: one per CPU core)")
+                        help="CPU processes that share the batch (default 1; 0: one per CPU core this process may use)")
 
 
 def check_workers(args):
@@ -26,4 +25,4 @@ def worker_processes(args):
 
 def cores_used(args, count):
     """CPU cores a batch of ``count`` worlds runs on with ``args.workers`` (at most one per world)."""
-    return 1 if args.workers == 1 else max(1, min(count, args.workers or os.cpu_count() or 1))
+    return 1 if args.workers == 1 else max(1, min(count, args.workers or usable_cores()))

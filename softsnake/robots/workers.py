@@ -25,7 +25,6 @@ a spawned Python keeps, so that no worker is interrupted while it imports either
 
 import multiprocessing
 import multiprocessing.reduction
-import os
 import signal
 from types import MappingProxyType
 
@@ -34,6 +33,7 @@ import numpy as np
 from softsnake.console import is_verbose, start_warp
 from softsnake.errors import ConfigError, ModelError, SimulationError
 from softsnake.interrupts import signal_handlers
+from softsnake.machine import usable_cores
 from softsnake.validation import positive_integer
 
 FORWARDED_ERRORS = {error.__name__: error for error in (ModelError, ConfigError)}
@@ -123,7 +123,7 @@ class WorkerPool:
 
     def __init__(self, factory, count, *, workers=None, arguments, item):
         self._connections, self._processes = [], []
-        workers = (os.cpu_count() or 1) if workers is None else workers
+        workers = usable_cores() if workers is None else workers
         positive_integer("workers", workers)
         self.item = item
         self.shares = shares(count, min(workers, count))
