@@ -192,7 +192,7 @@ def assemble_commands(solver, state, control, h, round_off=True):
     commands.append(s.record(multipliers.judge_newton_steps, m.world_count, [
         s.merit, int(s.line_search), 0.5 ** s.line_search_halvings, s.newton_tolerance * s.newton_tolerance,
         s.newton_floor * s.newton_floor, s.newton_floor_stall, s.merit_floor], outputs=[s.merit_ref, s.merit_first, s.step_scale, s.retreat]))
-    if s.wander_limit > 0.0:
+    if s.keeps_least_merit:
         commands += least_merit_note_commands(s, state)
     commands.append(s.record(multipliers.hold_converged_rows, m.row_count, [m.row_world, s.retreat], outputs=[s.rhs]))
     commands.append(s.record(integration.remember_accepted_points, s.entity_count, [
@@ -246,9 +246,9 @@ def finish_commands(solver, state, h):
 
 
 def start_line_search_commands(solver):
-    """Every world begins its substep with no step to judge (and, ``wander_limit`` > 0, no point visited)."""
+    """Every world begins its substep with no step to judge (and, ``Solver.keeps_least_merit``, no point visited)."""
     commands = [solver.record(multipliers.start_line_search, solver.model.world_count, [], outputs=[solver.step_scale])]
-    if solver.wander_limit > 0.0:
+    if solver.keeps_least_merit:
         commands.append(solver.record(multipliers.start_least_merit, solver.model.world_count, [],
                                       outputs=[solver.merit_least]))
     return commands

@@ -159,6 +159,12 @@ class Solver:
         return self._has_tried_rows and self.settings.uses_elastic_warm_start
 
     @property
+    def keeps_least_merit(self):
+        """Whether the Newton loop keeps its point of least merit and judges its last step
+        (``SolverSettings.wander_limit`` > 0; the line search ends a substep its own way)."""
+        return self.wander_limit > 0.0 and not self.line_search
+
+    @property
     def balances_momentum(self):
         """Whether the Newton iteration balances momentum (``SolverSettings.uses_momentum_balance``)."""
         return self.settings.uses_momentum_balance
@@ -392,7 +398,7 @@ class Solver:
                 "final_check": (newton.assemble_commands(self, state, control, h)
                                 + newton.update_commands(self, state, take_step=False)) if has_rows else [],
                 "least_end": newton.least_merit_end_commands(self, state, control, h)
-                if has_rows and self.wander_limit > 0.0 and not self.line_search else [],
+                if has_rows and self.keeps_least_merit else [],
                 "finish": newton.finish_commands(self, state, h),
                 "check": self._check_commands(state) + self.input_check.commands(self, state, control),
                 "arrays": self._keyed_arrays(state, control),  # keeps them alive, so that their ids stay theirs
@@ -502,7 +508,7 @@ class Solver:
             wp.capture_while(self.newton_iterating, while_body=self._newton_iteration, iteration=iteration)
             if self.line_search:  # its own end: a last step that raised the merit is halved
                 self._run(recording["final_check"], "update")
-            elif self.wander_limit > 0.0:
+            elif self.keeps_least_merit:
                 # The last step judged too, and a wandering world goes back; where every world converged (held its
                 # point, on which the last assembly ran) there is nothing to judge, and the assembly is skipped.
                 wp.capture_if(self.newton_unfinished, on_true=self._run, commands=recording["least_end"],

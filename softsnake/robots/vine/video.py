@@ -460,11 +460,12 @@ def rollout_videos(videos, vines=None, *, moment_curves=None, link_count=None, d
                 for v in ended:
                     counts_at_end[v] = counts.world(v)
     results = []
+    final_counts = batch.newton_counts()  # for a video of one frame, which the loop never ends
     for v, video in enumerate(videos):
         stacked = np.stack(poses[v])
         results.append(VideoRollout(number=video.number, times=video.times, poses=stacked,
                                     backbones=pin_points(stacked, batch.half_length[v]),
-                                    newton_counts=batch.newton_counts().world(v) if counts_at_end[v] is None else counts_at_end[v]))
+                                    newton_counts=final_counts.world(v) if counts_at_end[v] is None else counts_at_end[v]))
     return results
 
 
