@@ -7,7 +7,8 @@ and the run's settings. The same command with ``--resume`` goes on from there an
 written had it never stopped, bit for bit (tests/cli/test_gait_resume.py), in one process or in worker processes
 (``--workers``: the same states bit for bit, so either may go on with the other's point); the USD file goes on in
 the partial file. It refuses other settings, naming the first that differs: other options, another snake file, another
-softsnake or Warp version, or another kind of device (the CPU and a GPU round differently).
+softsnake or Warp version, other softsnake source code (``provenance.source_digest``: a working tree keeps its version
+number across commits), or another kind of device (the CPU and a GPU round differently).
 
 The file is written whole under a temporary name and then renamed, so it is complete or absent.
 """
@@ -22,6 +23,7 @@ import warp as wp
 
 import softsnake
 from softsnake.errors import ConfigError, UsageError
+from softsnake.provenance import source_digest
 from softsnake.robots.snake.simulation import RunPoint
 
 RESUME_NAME = "gait.resume.npz"
@@ -32,6 +34,7 @@ def run_settings(args, gait, budget, config):
     """What a continued run must share with the run it continues, as JSON-ready values."""
     return {
         "softsnake": softsnake.__version__,
+        "softsnake source": source_digest(),
         "warp": wp.__version__,
         "snakes": args.snakes,
         "seconds": args.seconds,

@@ -6,6 +6,7 @@ frame 13's step; the frame finishes, and the run stops after it. (Ctrl-C in a re
 tests/cli/test_runs.py.)
 """
 
+import json
 import os
 import signal
 
@@ -53,11 +54,13 @@ def folders(tmp_path_factory):
     finally:
         SnakeSimulation._advance = advance
     kept = sorted(path.name for path in resumed.iterdir())
-    return straight, resumed, stopped, kept
+    with np.load(resumed / RESUME_NAME) as saved:
+        settings = json.loads(str(saved["settings"]))
+    return straight, resumed, stopped, kept, settings
 
 
 def test_sigterm_keeps_the_partial_files_and_the_resume_point(folders):
-    _, _, stopped, kept = folders
+    _, _, stopped, kept, _ = folders
     assert stopped == 130
     assert kept == sorted(PARTIAL + (RESUME_NAME,))
     with np.load(folders[1] / RESUME_NAME) as saved:
@@ -65,7 +68,7 @@ def test_sigterm_keeps_the_partial_files_and_the_resume_point(folders):
 
 
 def test_other_options_are_refused_in_one_line(folders, capsys):
-    _, resumed, _, _ = folders
+    _, resumed, _, _, _ = folders
     assert main(["gait", "--snakes", "2", "--seconds", "0.3", "--out", str(resumed), "--resume"]) == 2
     assert main(RUN + ["--offset", "0.1", "--out", str(resumed), "--resume"]) == 2
     assert main(RUN + ["--out", str(resumed / "nothing"), "--resume"]) == 2
@@ -89,7 +92,7 @@ def same_files(straight, resumed):
 
 def test_the_resumed_run_writes_the_files_of_a_run_never_stopped(folders):
     """Stopped in one process, resumed in two worker processes."""
-    straight, resumed, _, _ = folders
+    straight, resumed, _, _, _ = folders
     assert main(RUN + ["--out", str(resumed), "--resume", "--workers", "2"]) == 0
     assert sorted(path.name for path in resumed.iterdir()) == sorted(WHOLE)  # the partial files went
     same_files(straight, resumed)
@@ -126,4 +129,14 @@ def test_a_damaged_resume_point_is_refused_in_one_line(tmp_path, capsys):
     assert main(RUN + ["--out", str(tmp_path), "--resume"]) == 2
     error = capsys.readouterr().err
     assert error.startswith(f"softsnake gait: error: --resume: cannot read {tmp_path / RESUME_NAME}: ")
+    assert len(error.splitlines()) == 1
+
+
+def test_a_point_saved_by_other_source_code_is_refused(folders, tmp_path, capsys):
+    """The package version stays the same across a working tree's commits; the source digest does not."""
+    settings = dict(folders[4], **{"softsnake source": "0123456789abcdef"})
+    np.savez(tmp_path / RESUME_NAME, settings=np.array(json.dumps(settings)))  # settings are checked first
+    assert main(RUN + ["--out", str(tmp_path), "--resume"]) == 2
+    error = capsys.readouterr().err
+    assert ' had softsnake source "0123456789abcdef", this command "' in error
     assert len(error.splitlines()) == 1
