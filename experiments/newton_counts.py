@@ -18,7 +18,12 @@ the page was measured before, at the point before that step). 60 steps of 1/120 
 
 Writes newton_counts.csv/.md into --out (default experiments/results), rewritten after every scene.
 
-Usage: python experiments/newton_counts.py [--out DIR]
+``--snake-budgets 8x40,8x160,...`` instead runs the snake alone at those budgets (60 frames of 1/120 s, 120
+substeps) and adds, per budget, each constraint type's share of the merit r^T D^-1 r at the end of every
+10th frame (summed; ``softsnake.residuals``): what the budget leaves unsolved, and where. Files:
+newton_counts_snake_budgets.csv/.md.
+
+Usage: python experiments/newton_counts.py [--out DIR] [--snake-budgets NxL,...]
 """
 
 import sys
@@ -29,7 +34,7 @@ import numpy as np
 import softsnake
 from softsnake.cli.common import experiment_parser, make_output_folder
 
-from convergence import write_outputs
+from convergence import parse_budgets, write_outputs
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from engine_scenes import pendulum_worlds, scene_bodies, scene_soft, stiff_block  # noqa: E402
@@ -85,10 +90,12 @@ def row(name, solver, ratios):
             "root_merit_over_floor_p90": float(np.percentile(ratios, 90)), "root_merit_over_floor_max": float(ratios.max())}
 
 
-def snake_row():
+def snake_row(budget=None):
+    """The coarse snake under the gait at its own budget, or at ``budget`` (newton, linear)."""
     from softsnake.robots.snake.simulation import SnakeSimulation
 
-    simulation = SnakeSimulation(1, resolution="coarse", device="cpu", seconds=STEPS * DT)
+    iterations = {} if budget is None else {"newton_iterations": budget[0], "linear_iterations": budget[1]}
+    simulation = SnakeSimulation(1, resolution="coarse", device="cpu", seconds=STEPS * DT, **iterations)
     solver, ratios = simulation.solver, []
     step = solver.step
 
@@ -96,14 +103,63 @@ def snake_row():
         step(*args)
         ratios.append(float(np.sqrt(solver.merit.numpy()[0] / max(solver.merit_floor.numpy()[0], 1e-38))))
     solver.step = observed
-    simulation.run(progress=False)
-    return row("snake (gait)", solver, ratios)
+    if budget is None:
+        simulation.run(progress=False)
+        return row("snake (gait)", solver, ratios)
+    shares = np.zeros(len(constraint_type_names()))
+    for frame in range(simulation.frame_count):
+        simulation.step(simulation.gait_command((frame + 1) * simulation.dt))
+        if frame % 10 == 9:
+            shares += merit_by_constraint_type(simulation)
+    result = row("snake (gait)", solver, ratios)
+    result.update({f"merit_share_{name}": value for name, value in zip(constraint_type_names(), shares / shares.sum())})
+    return result
+
+
+def constraint_type_names():
+    from softsnake.constraints import CONSTRAINT_TYPES
+
+    return [ctype.name for ctype in CONSTRAINT_TYPES]
+
+
+def merit_by_constraint_type(simulation):
+    """Each constraint type's part of the merit r^T D^-1 r at the end point of the last step (the residual norms'
+    re-assembly, ``Solver.residual_norms``)."""
+    from softsnake.constraints import CONSTRAINT_TYPES
+
+    model, solver = simulation.model, simulation.solver
+    solver.residual_norms(simulation.state, simulation.control, simulation.dt)
+    r = solver.residual.numpy()[:model.row_count].astype(np.float64)
+    weighted = r * r * solver.inv_diagonal.numpy()[:model.row_count].astype(np.float64)
+    owner = np.zeros(model.row_count, dtype=np.int64)
+    planar = model.planar_axis >= 0
+    for k, ctype in enumerate(CONSTRAINT_TYPES):
+        first = getattr(model, f"{ctype.name}_row").numpy().astype(np.int64)
+        for j in range(ctype.rows_per_item(planar)):
+            owner[first + j] = k
+    return np.bincount(owner, weights=weighted, minlength=len(CONSTRAINT_TYPES))
+
+
+def snake_budgets(out, budgets):
+    rows = []
+    for label, newton, linear in budgets:
+        rows.append(snake_row((newton, linear)))
+        print(rows[-1], flush=True)
+        write_outputs(out, "newton_counts_snake_budgets", rows, [
+            "# How the snake's substeps end at several budgets (experiments/newton_counts.py --snake-budgets)", "",
+            f"One coarse snake under the gait with latency, {STEPS} frames of 1/120 s (2 substeps each); device cpu. "
+            "Columns as in newton_counts.md; merit_share_<type>: that constraint type's share of the merit "
+            "r^T D^-1 r at the end of every 10th frame (summed over the 6 frames)."])
 
 
 def main(argv=None):
     parser = experiment_parser(__doc__, __file__)
+    parser.add_argument("--snake-budgets", default=None,
+                        help="NEWTONxLINEAR,...: the snake alone at these budgets, with the merit by constraint type")
     args = parser.parse_args(argv)
     out = make_output_folder(args.out)
+    if args.snake_budgets:
+        return snake_budgets(out, parse_budgets(args.snake_budgets))
     cases = [lambda: measure("soft", *engine_scene(scene_soft, 2e4)), lambda: measure("bodies", *engine_scene(scene_bodies)),
              lambda: measure("pendulums", *engine_scene(lambda: pendulum_worlds("cpu"))),
              lambda: measure("stiff_block", *engine_scene(lambda: stiff_block("cpu"))), snake_row,
