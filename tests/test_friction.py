@@ -14,7 +14,7 @@ import warp as wp
 import softsnake
 from engine_scenes import run
 from softsnake.meshing import box_tet_mesh
-from softsnake.spatial import quat_from_axis_angle, quat_to_matrix
+from softsnake.spatial import cylinder_inertia, quat_from_axis_angle, quat_to_matrix
 
 G = 9.81
 
@@ -252,3 +252,35 @@ def test_sphere_rolls_down_slope(device, warm_start):
     along = (xs - xs[0]) @ np.array([math.cos(angle), 0.0, -math.sin(angle)])
     acc = 2 * np.polyfit(t[30:], along[30:], 2)[0]
     assert abs(acc / (5.0 / 7.0 * G * math.sin(angle)) - 1) < 0.05
+
+
+@pytest.mark.parametrize("half_height", [0.1, 0.01], ids=["caps", "wheel"])
+@pytest.mark.parametrize("mu", [1.0, 0.05], ids=["rolls", "slips"])
+def test_cylinder_rolls_or_slips_down_slope(device, warm_start, half_height, mu):
+    """A solid cylinder (r = 5 cm) lying across a 20 degree slope, touching it with its caps' rims (long) or with its
+    mid-plane's rim (a wheel, as the snake's). Where mu >= tan(angle) / 3 it rolls: acceleration (2/3) g sin(angle),
+    spin rate growing at that over r; below it slips: g (sin(angle) - mu cos(angle)) and 2 mu g cos(angle) / r. Both
+    within 0.5 % (measured: 1e-4), straight down the slope and on its surface (1e-4 m)."""
+    angle, r, m = math.radians(20), 0.05, 1.0
+    b = softsnake.ModelBuilder()
+    normal = np.array([math.sin(angle), 0.0, math.cos(angle)])
+    b.add_ground(mu=mu, normal=normal)
+    body = b.add_body(normal * r, quat_from_axis_angle((1, 0, 0), -0.5 * math.pi), mass=m,
+                      inertia=cylinder_inertia(m, r, half_height))  # its axis along y, across the slope
+    b.add_shape_cylinder(body, r, half_height)
+    model = b.finalize(device)
+    dt = 1.0 / 120.0
+    _, records = run(model, 1.0, dt=dt, warm_start=warm_start,
+                     record=lambda s: np.concatenate([s.body_q.numpy()[0, :3], s.body_qd.numpy()[0, 3:]]).astype(np.float64))
+    t = np.arange(1, len(records) + 1) * dt
+    along = (records[:, :3] - records[0, :3]) @ np.array([math.cos(angle), 0.0, -math.sin(angle)])
+    acceleration = 2 * np.polyfit(t[30:], along[30:], 2)[0]
+    spin_rate = np.polyfit(t[30:], records[30:, 4], 1)[0]  # d(omega_y)/dt
+    if mu >= math.tan(angle) / 3:
+        expected = (2.0 / 3.0 * G * math.sin(angle), 2.0 / 3.0 * G * math.sin(angle) / r)
+    else:
+        expected = (G * (math.sin(angle) - mu * math.cos(angle)), 2.0 * mu * G * math.cos(angle) / r)
+    assert acceleration == pytest.approx(expected[0], rel=5e-3)
+    assert spin_rate == pytest.approx(expected[1], rel=5e-3)
+    assert np.abs(records[:, 1]).max() < 1e-4
+    assert np.abs(records[:, :3] @ normal - r).max() < 1e-4
