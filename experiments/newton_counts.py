@@ -82,7 +82,7 @@ def row(name, solver, ratios):
     ends, unconverged = counts.budget_ends.sum(), counts.unconverged_ends.sum()
     ratios = np.asarray(ratios)
     return {"scene": name, "budget": f"{solver.newton_iterations}x{solver.linear_iterations}",
-            "balanced": solver.balances_momentum, "substeps": int(substeps),
+            "balanced": counts.balanced, "substeps": int(substeps),
             "stop_pct": 100.0 * (substeps - ends) / substeps, "floor_pct": 100.0 * (ends - unconverged) / substeps,
             "unconverged_pct": 100.0 * unconverged / substeps,
             "newton_steps_per_substep": counts.newton_steps.sum() / substeps,

@@ -144,7 +144,8 @@ def system_commands(solver, state, control, h):
     commands = [displacement_command(s, state)] + jacobian_commands(s, state, control, h)
     if s.balances_momentum:
         commands += [inverse_mass_transpose_command(s, state.multipliers, s.u_lambda),
-                     s.record(momentum.momentum_gaps, len(s.offset), [s.offset, s.u_lambda], outputs=[s.momentum_gap])]
+                     s.record(momentum.momentum_gaps, len(s.offset), [s.offset, s.u_lambda, s.momentum_first_dof],
+                              outputs=[s.momentum_gap])]
     commands.append(s.record(rows.prepare_rows, m.row_count, [
         m.solve_offsets, m.solve_columns, s.J_solve_values, s.row_c, s.row_compliance, s.row_coupling,
         m.row_block_start, s.row_damping, state.multipliers, s.displacement, s.momentum_gap, int(s.balances_momentum),

@@ -47,8 +47,9 @@ class NewtonCounts:
         budget: ``SolverSettings.newton_iterations`` at the time of reading [-].
         tolerance: ``SolverSettings.newton_tolerance`` at the time of reading [-].
         floor: ``SolverSettings.newton_floor`` at the time of reading [-].
-        balanced: whether the iteration balanced momentum (``SolverSettings.momentum_balance``): the plain
-            iteration's merit leaves out the momentum residual, so its converged step keeps the lag of its path.
+        balanced: whether the iteration balanced momentum (``SolverSettings.momentum_balance``): True, False, or
+            "bodies" (the bodies' only); the plain iteration's merit leaves out the momentum residual, so its converged
+            step keeps the lag of its path.
         wander_returns: substeps that went back to the least merit their loop visited, their end lying more than
             ``SolverSettings.wander_limit`` times above it (None given: zeros).
     """
@@ -60,7 +61,7 @@ class NewtonCounts:
     budget: int
     tolerance: float
     floor: float
-    balanced: bool = True
+    balanced: bool | str = True
     wander_returns: np.ndarray = None
 
     COUNTS = ("substeps", "newton_steps", "budget_ends", "unconverged_ends", "wander_returns")
@@ -122,8 +123,11 @@ class NewtonCounts:
                          f"{study})")
         else:
             parts[-1] += f": every {world_name} converged"
-        lag = "" if self.balanced else ("; the plain iteration (momentum not balanced) keeps the lag of its path "
-                                        "even where it converged")
+        lag = ""
+        if self.balanced == "bodies":
+            lag = "; momentum balanced for the bodies only: the particles keep the lag of their path even where they converged"
+        elif not self.balanced:
+            lag = "; the plain iteration (momentum not balanced) keeps the lag of its path even where it converged"
         return head + ", ".join(parts) + self._wandered() + lag
 
     def _wandered(self):

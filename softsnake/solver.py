@@ -170,6 +170,12 @@ class Solver:
         return self.settings.uses_momentum_balance
 
     @property
+    def momentum_first_dof(self):
+        """The first degree of freedom whose momentum the balanced iteration balances: 0, or the first body's
+        where ``SolverSettings.momentum_balance`` is "bodies"."""
+        return 3 * self.model.particle_count if self.settings.balances_bodies_only else 0
+
+    @property
     def settings(self):
         """The current settings, as a :class:`softsnake.SolverSettings`."""
         values = {name: getattr(self, name) for name in vars(SolverSettings())}
@@ -313,7 +319,8 @@ class Solver:
         return NewtonCounts(**{name: a.numpy()[:self.model.world_count].astype(np.int64)
                                for name, a in zip(NewtonCounts.COUNTS, self._newton_count_arrays)},
                             budget=self.newton_iterations, tolerance=self.newton_tolerance, floor=self.newton_floor,
-                            balanced=self.balances_momentum)
+                            balanced="bodies" if self.balances_momentum and self.settings.balances_bodies_only
+                            else self.balances_momentum)
 
     @property
     def _newton_count_arrays(self):

@@ -15,6 +15,8 @@ LINEAR_SOLVERS = ("auto", "batched", "per_world", "block")
 ELASTIC_WARM_START_MIN_NEWTON = 3
 """Newton iterations from which ``elastic_warm_start="auto"`` tries the elastic warm start: the energy
 audit settles every case with it from 3 on and not at 1 or 2 (experiments/results/convergence.md)."""
+MOMENTUM_BALANCE_WORDS = ("auto", "bodies")
+"""The words ``momentum_balance`` takes besides True and False."""
 MOMENTUM_BALANCE_MIN_NEWTON = 16
 """Newton iterations from which ``momentum_balance="auto"`` balances momentum: a stiff bar pulled at 0.1 s
 steps rests at its converged stretch from 16 x 100 on balanced (to 1e-4), 15 % short at 8 x 100
@@ -153,9 +155,15 @@ class SolverSettings:
             more Newton iterations where loaded rows turn: below 16 it can be much worse than the plain one
             (the bar at 4 x 20: 7.4 times its stretch, plain 1.01; at 8 x 100 0.85, plain 0.96). "auto" (the
             default) balances from ``MOMENTUM_BALANCE_MIN_NEWTON`` (16) Newton iterations on, the default
-            budget, and leaves the plain iteration to shorter budgets (the snake's 8 x 40, the vine's 4 x 20,
-            the paper's 4 x 20), whose answers are their budget's anyway. True or False force it; the
-            gradients (``softsnake.gradients``) differentiate the implicit-Euler step.
+            budget, and leaves the plain iteration to shorter budgets (the vine's old 4 x 20, the paper's 4 x 20),
+            whose answers are their budget's anyway. True or False force it; the gradients
+            (``softsnake.gradients``) differentiate the implicit-Euler step. "bodies" balances the rigid bodies'
+            momentum and leaves the particles' to the plain iteration: a light body's rows turn with it within a
+            step (the snake's 10 g wheels), where the plain iteration's lag adds energy (the snake standing still
+            under its 8 x 40 creeps 0.74 mm in 10 s, balanced it rests), while a short budget's balanced soft
+            rows end further from converged (the snake's 10 s gait +1.65 % balanced, +0.85 % plain, +0.61 %
+            with "bodies"); the snake runs it (``SNAKE_START``; experiments/results/convergence.md, "A snake at
+            rest").
 
     Contacts:
 
@@ -275,12 +283,12 @@ class SolverSettings:
             object.__setattr__(self, name, value)
         if self.linear_solver not in LINEAR_SOLVERS:
             raise ConfigError(f"linear_solver must be one of {', '.join(LINEAR_SOLVERS)}, got {self.linear_solver!r}")
-        for name in ("elastic_warm_start", "momentum_balance"):
+        for name, words in (("elastic_warm_start", ("auto",)), ("momentum_balance", MOMENTUM_BALANCE_WORDS)):
             value = getattr(self, name)
-            if isinstance(value, str) and value == "auto":
+            if isinstance(value, str) and value in words:
                 continue
-            if value not in (True, False):  # also numpy booleans, 0 and 1
-                raise ConfigError(f"{name} must be True, False or 'auto', got {value!r}")
+            if isinstance(value, str) or value not in (True, False):  # also numpy booleans, 0 and 1
+                raise ConfigError(f"{name} must be True, False or {' or '.join(repr(w) for w in words)}, got {value!r}")
             object.__setattr__(self, name, bool(value))
         for name in ("warm_start", "line_search", "check_finite", "capture_graph"):
             object.__setattr__(self, name, bool(getattr(self, name)))
@@ -297,11 +305,17 @@ class SolverSettings:
 
     @property
     def uses_momentum_balance(self):
-        """Whether the Newton iteration balances momentum: ``momentum_balance`` True, or "auto" with at least
-        ``MOMENTUM_BALANCE_MIN_NEWTON`` Newton iterations."""
+        """Whether the Newton iteration balances momentum, of every entity or of the bodies alone:
+        ``momentum_balance`` True or "bodies", or "auto" with at least ``MOMENTUM_BALANCE_MIN_NEWTON`` Newton
+        iterations."""
         if self.momentum_balance == "auto":
             return self.newton_iterations >= MOMENTUM_BALANCE_MIN_NEWTON
-        return self.momentum_balance
+        return bool(self.momentum_balance)
+
+    @property
+    def balances_bodies_only(self):
+        """Whether the balanced iteration leaves the particles to the plain one (``momentum_balance`` "bodies")."""
+        return self.momentum_balance == "bodies"
 
     def replace(self, **overrides):
         """A copy with ``overrides`` (unknown names are a ConfigError naming them)."""

@@ -135,3 +135,22 @@ def test_default_answer_does_not_depend_on_the_start(scene):
         plain_apart = np.abs(final_positions(momentum_balance=False)
                              - final_positions(momentum_balance=False, warm_start=False)).max()
         assert plain_apart > 10.0 * allowed, f"the plain iteration's warm and cold runs end only {plain_apart:.3g} m apart"
+
+
+def test_bodies_only_balance_leaves_the_particles_plain(device):
+    """``momentum_balance="bodies"`` balances the rigid bodies' momentum and leaves the particles' to the plain
+    iteration: on the double pendulum of particles it steps as the plain iteration, bit for bit, and on bodies of
+    every shape (``scene_bodies``) as the balanced one, bit for bit. (A model of both: the snake,
+    tests/robots/snake/test_robot.py::test_snake_at_rest_stays_at_rest.)"""
+    bodies_only, _ = engine_run("bodies", device)
+    plain, _ = engine_run(False, device)
+    assert np.array_equal(bodies_only, plain)
+
+    def body_poses(balance):
+        state, _ = run(scene_bodies(), 0.25, momentum_balance=balance, newton_iterations=8, linear_iterations=40)
+        return state.body_q.numpy(), state.body_qd.numpy()
+
+    for mine, balanced in zip(body_poses("bodies"), body_poses(True)):
+        assert np.array_equal(mine, balanced)
+    assert not np.array_equal(body_poses("bodies")[0], body_poses(False)[0])
+    assert softsnake.SolverSettings(momentum_balance="bodies").uses_momentum_balance

@@ -144,6 +144,9 @@ def test_summary_says_whether_the_answer_is_the_budgets():
                            "down by 1e-05 or within 2 of its round-off floor), 10.0 % ended near float32's round-off floor")
     assert "20.0 % ended unconverged (most: vine 1, 4 of 10;" in some
     assert some.endswith("the plain iteration (momentum not balanced) keeps the lag of its path even where it converged")
+    bodies = counts([10, 10], [40, 60], [1, 5], [0, 4], floor=2.0, balanced="bodies").summary("snake")
+    assert bodies.endswith("momentum balanced for the bodies only: the particles keep the lag of their path even where "
+                           "they converged")
     rare = counts([2000], [2000], [1], [1]).summary()
     assert "99.9 % of substeps reached the stop" in rare and "0.1 % ended unconverged" in rare  # never rounded away
     joined = NewtonCounts.joined([counts([1], [2], [0], [0]), counts([3, 4], [5, 6], [1, 0], [1, 0])])

@@ -21,10 +21,17 @@ wp.set_module_options({"enable_backward": False})
 
 
 @wp.kernel
-def momentum_gaps(offset: wp.array(dtype=float), u_lambda: wp.array(dtype=float), gap: wp.array(dtype=float)):
-    """d = (x - x~) - M^-1 J^T lambda, per degree of freedom (kinematic entities: both parts are 0)."""
+def momentum_gaps(offset: wp.array(dtype=float), u_lambda: wp.array(dtype=float), first_dof: int,
+                  gap: wp.array(dtype=float)):
+    """d = (x - x~) - M^-1 J^T lambda, per degree of freedom from ``first_dof`` on, 0 before it (kinematic entities:
+    both parts are 0). ``first_dof`` 0 balances every entity; the first body's (3 x particle_count) the bodies
+    alone (``SolverSettings.momentum_balance`` "bodies"): a particle whose gap is 0 takes the plain iteration's
+    update, its merit share and right-hand side term vanish."""
     k = nonnegative(wp.tid())
-    gap[k] = offset[k] - u_lambda[k]
+    d = float(0.0)
+    if k >= first_dof:
+        d = offset[k] - u_lambda[k]
+    gap[k] = d
 
 
 @wp.kernel

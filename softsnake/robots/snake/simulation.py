@@ -45,6 +45,7 @@ from softsnake.interrupts import FrameInterrupts
 from softsnake.newton_counts import NewtonCounts
 from softsnake.progress import progress as progress_notes
 from softsnake.solver import Solver
+from softsnake.solver_settings import MOMENTUM_BALANCE_MIN_NEWTON
 from softsnake.validation import positive_integer, positive_number
 
 from ..actuation import SUPPLY_PRESSURE_DEFAULT, PressureLatency
@@ -89,39 +90,51 @@ WHEEL_COLOR = (0.05, 0.05, 0.05)
 
 
 PAPER_BUDGET = {"substeps": 2, "newton_iterations": 4, "linear_iterations": 20, "newton_tolerance": 0.0,
-                "linear_tolerance": 0.0}
+                "linear_tolerance": 0.0, "momentum_balance": False}
 """Seed 001's fixed solver budget: 2 substeps x 4 Newton x 20 conjugate residual iterations, every
-iteration run (no tolerances). The bench times it, to compare with the paper's Table II; results run
+iteration run (no tolerances), with its plain iteration. The bench times it, to compare with the paper's Table II; results run
 the engine's converged default (experiments/results/convergence.md)."""
 
 
 SNAKE_BUDGET = {"newton_iterations": 8, "linear_iterations": 40}
 """The snake's solver budget: the cheapest of the convergence study within 5 % of the converged travel in every
-run of it, at about half the cost of 8 x 100 (the engine default until the fourteenth session). Below the 16
-Newton iterations from which the engine balances momentum (``SolverSettings.momentum_balance`` "auto"), so the
-gait runs seed 001's plain iteration, and its travel is the budget's to about 1 %: over 10 s of the gait, coarse
-mesh, 839.5 +- 0.2 mm (six snakes a micrometre apart, nineteenth session), +0.9 % from the converged travel (the
-balanced step at 16 x 160: 832.0 +- 0.1 mm; before the eighteenth session's fitted body contacts this budget lay
-0.03 % from it); paper mesh, one snake: 957.2 mm, +0.8 % from the converged ~950 mm (balanced 16 x 160: 945.0;
-16 x 320: 949.3, known to about 0.5 %); the paper's 4 x 20 travelled 25 % short on the paper mesh. README, "Known
-limitations"; experiments/results/gait_sensitivity.md and convergence.md. Everything else is the engine's policy
-(``SolverSettings``)."""
+run of it, at about half the cost of 8 x 100 (the engine default until the fourteenth session). It ends every
+substep unconverged (the linear solve is the limit: experiments/results/newton_counts_snake_budgets.md), and its
+travel is the budget's to about 1 %: over 10 s of the gait, coarse mesh, 837.2 mm, +0.6 % from the converged travel
+(the balanced step at 16 x 160: 832.1 mm); paper mesh, one snake: 957.0 mm, +0.7 % from the converged ~950 mm
+(balanced 16 x 160: 945.0; 16 x 320: 949.3, known to about 0.5 %); the paper's 4 x 20 travelled 25 % short on the
+paper mesh. README, "Known limitations"; experiments/results/convergence.md and gait_sensitivity.md. Everything
+else is the engine's policy (``SolverSettings``) and ``SNAKE_START``."""
 
-SNAKE_START = {"elastic_warm_start": False}
-"""The gait's start: the engine's plain warm start (contacts carried, the soft rows from zero every substep),
-not its default elastic warm start, which also carries the soft rows' multipliers. A link under the gait never
-rests, where the elastic start matters most (the stand runs it). On the coarse mesh at 8 x 40 the plain start is
-the quieter: a micrometre moves its 10 s travel 0.07 % (nineteenth session), the elastic start's 0.9 %
-(fifteenth session, before the fitted body contacts); on the paper mesh, before the slip's change, plain -0.6 % and elastic
--2.1 %: experiments/results/gait_sensitivity.md."""
+SNAKE_START = {"elastic_warm_start": False, "momentum_balance": "bodies"}
+"""The gait's start and iteration.
+
+The engine's plain warm start (contacts carried, the soft rows from zero every substep), not its default elastic
+warm start, which also carries the soft rows' multipliers: a link under the gait never rests, where the elastic
+start matters most (the stand runs it). On the coarse mesh at 8 x 40 the plain start is the quieter: a micrometre
+moves its 10 s travel 0.07 % (nineteenth session), the elastic start's 0.9 % (fifteenth session, before the fitted
+body contacts); on the paper mesh, before the slip's change, plain -0.6 % and elastic -2.1 %:
+experiments/results/gait_sensitivity.md.
+
+The rigid bodies' momentum balanced, the particles' left to the plain iteration (``SolverSettings.momentum_balance``
+"bodies"): under the plain iteration the snake standing still crept 0.74 mm in 10 s, its wheels turned a little by
+each step's lag, and gained energy (12 nJ); with its bodies balanced it rests, and its 10 s gait lies +0.61 % from
+the converged travel (plain +0.85 %, everything balanced +1.65 %; paper mesh +0.7 %, plain +0.8 %):
+experiments/results/convergence.md, "A snake at rest"."""
 
 
 def snake_solver(model, *, profile=False, **overrides):
     """The Solver every snake run uses (gait, bench): the engine's policy (``SolverSettings()``: warm
     started, tolerances) with the snake's budget (``SNAKE_BUDGET``) and start (``SNAKE_START``) and
     ``overrides`` over them (any ``SolverSettings`` field, e.g. ``PAPER_BUDGET``); ``profile`` times its
-    phases (``Solver.profile_seconds``, for the bench)."""
-    return Solver(model, profile=profile, **{**SNAKE_BUDGET, **SNAKE_START, **overrides})
+    phases (``Solver.profile_seconds``, for the bench). From ``MOMENTUM_BALANCE_MIN_NEWTON`` Newton iterations on
+    (the converged reference, ``softsnake gait --budget 16x160``) every entity's momentum is balanced, as the
+    engine's "auto" balances it, unless ``overrides`` name ``momentum_balance``: a converged step is then the
+    implicit-Euler step."""
+    settings = {**SNAKE_BUDGET, **SNAKE_START, **overrides}
+    if "momentum_balance" not in overrides and settings["newton_iterations"] >= MOMENTUM_BALANCE_MIN_NEWTON:
+        settings["momentum_balance"] = True
+    return Solver(model, profile=profile, **settings)
 
 
 def estimate_run(snake_count, seconds, *, resolution="coarse", dt=DT_DEFAULT, link_count=4, device=None):
