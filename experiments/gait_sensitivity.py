@@ -15,7 +15,11 @@ Writes gait_sensitivity_<tag>.csv (one row per snake and run) and .md (one row p
 experiments/results), rewritten after each run, so an interrupted sweep keeps what it finished.
 
 Usage: python experiments/gait_sensitivity.py [--resolution coarse|paper] [--seconds 10] [--budgets 8x40,16x160]
-           [--starts plain,elastic] [--members 5] [--noise 1e-6] [--momentum-balance] [--tag NAME] [--out DIR]
+           [--starts plain,elastic] [--members 5] [--noise 1e-6] [--momentum-balance snake|on|off|bodies]
+           [--tag NAME] [--out DIR]
+
+Until the twenty-seventh session the script forced the plain iteration unless --momentum-balance was given; the
+files of earlier sessions say which they ran.
 """
 
 import platform
@@ -29,18 +33,23 @@ from softsnake.cli.common import experiment_parser, make_output_folder
 from softsnake.output_files import write_dict_csv
 
 STARTS = {"plain": False, "elastic": True}
+BALANCES = {"snake": None, "on": True, "off": False, "bodies": "bodies"}
+"""``--momentum-balance``: the value of ``SolverSettings.momentum_balance`` (None: the snake's own, ``snake_solver``)."""
+BALANCE_SUFFIXES = {"snake": "", "on": "_balanced", "off": "_plain_iteration", "bodies": "_bodies"}
 """``--starts``: the value of ``SolverSettings.elastic_warm_start`` of each (the gait's own is plain)."""
 
 
-def perturbed_run(resolution, seconds, newton, linear, elastic, members, noise, balance=False):
+def perturbed_run(resolution, seconds, newton, linear, elastic, members, noise, balance=None):
     """Forward travel [m] of members + 1 snakes (snake 0 unperturbed) and the wall time [s]; ``balance``:
-    ``SolverSettings.momentum_balance``."""
+    ``SolverSettings.momentum_balance``, or None for the snake's own (``snake_solver``: its bodies balanced below 16
+    Newton iterations, everything from 16)."""
     from softsnake.robots.snake.simulation import SnakeSimulation
 
     sim = SnakeSimulation(members + 1, resolution=resolution, seconds=seconds, newton_iterations=newton,
                           linear_iterations=linear)
     sim.solver.elastic_warm_start = elastic
-    sim.solver.momentum_balance = balance
+    if balance is not None:
+        sim.solver.momentum_balance = balance
     q = sim.state.particle_q.numpy().reshape(members + 1, -1, 3)
     for k in range(1, members + 1):
         q[k] += np.random.default_rng(k).normal(0.0, noise, size=q[k].shape)
@@ -63,7 +72,8 @@ def main(argv=None):
     parser.add_argument("--starts", default="plain,elastic", help=f"comma-separated, of {sorted(STARTS)}")
     parser.add_argument("--members", type=int, default=5, help="perturbed snakes besides the unperturbed one")
     parser.add_argument("--noise", type=float, default=1.0e-6, help="standard deviation of the offsets [m]")
-    parser.add_argument("--momentum-balance", action="store_true", help="SolverSettings.momentum_balance on")
+    parser.add_argument("--momentum-balance", choices=sorted(BALANCES), default="snake",
+                        help="SolverSettings.momentum_balance: the snake's own (default), on, off or bodies")
     parser.add_argument("--tag", default=None, help="file name tag (default <resolution>_<seconds>s)")
     args = parser.parse_args(argv)
     starts = args.starts.split(",")
@@ -81,7 +91,8 @@ def main(argv=None):
     if any(newton < 1 or linear < 1 for newton, linear in budgets):
         parser.error(f"--budgets: iteration counts must be at least 1, got {args.budgets!r}")
     out = make_output_folder(args.out)
-    tag = args.tag or f"{args.resolution}_{args.seconds:g}s" + ("_balanced" if args.momentum_balance else "")
+    balance = BALANCES[args.momentum_balance]
+    tag = args.tag or f"{args.resolution}_{args.seconds:g}s" + BALANCE_SUFFIXES[args.momentum_balance]
     print(f"device: {wp.get_device()} ({platform.processor() or platform.machine()}), warp {wp.__version__}; "
           f"{args.resolution} snake, {args.seconds:g} s, {args.members} snakes offset by N(0, {args.noise:g} m) "
           "per node and axis beside an unperturbed one", file=sys.stderr)
@@ -90,7 +101,7 @@ def main(argv=None):
     for newton, linear in sorted(budgets, key=lambda b: b[0] * b[1]):
         for start in starts:
             travel, wall = perturbed_run(args.resolution, args.seconds, newton, linear, STARTS[start], args.members,
-                                         args.noise, args.momentum_balance)
+                                         args.noise, balance)
             for k, forward in enumerate(travel):
                 rows.append({"budget": f"{newton}x{linear}", "start": start, "snake": k,
                              "noise_m": 0.0 if k == 0 else args.noise, "forward_m": float(forward)})
@@ -117,7 +128,7 @@ def write_table(path, summary, args):
              "(seed = snake). Forward travel of the centre of mass [mm]. Device: "
              f"{wp.get_device()}, warp {wp.__version__}. `python experiments/gait_sensitivity.py` "
              f"--resolution {args.resolution} --seconds {args.seconds:g} --members {args.members} "
-             f"--noise {args.noise:g}" + (" --momentum-balance" if args.momentum_balance else "") + ".", "",
+             f"--noise {args.noise:g} --momentum-balance {args.momentum_balance}.", "",
              "| budget | start | unperturbed | mean | std | smallest / largest perturbed | spread | spread [%] | wall [s] |",
              "|---|---|---:|---:|---:|---|---:|---:|---:|"]
     for s in summary:
