@@ -120,13 +120,10 @@ def elastic_start_commands(solver, state, control, h):
                    m.pressure_channel_world_start_device, control.pressure, state.multiplier_pressure],
                    outputs=[s.start_stale]),
                copy_command(state.multiplier_pressure, control.pressure),
-               s.record(multipliers.keep_first_start_rows, m.row_count, [
-                   m.row_world, s.merit_start_first, s.merit_start_second, s.start_stale, s.lam_start_first],
-                   outputs=[state.multipliers]),
-               s.record(integration.keep_first_start_positions, s.entity_count, [
-                   m.particle_count, m.particle_world, m.body_world, s.merit_start_first, s.merit_start_second,
-                   s.start_stale, s.particle_q_start_first, s.body_q_start_first],
-                   outputs=[state.particle_q, state.body_q])])
+               s.record(multipliers.choose_first_start, m.world_count, [
+                   s.merit_start_first, s.merit_start_second, s.start_stale], outputs=[s.world_taken])]
+            + copy_where_commands(s, s.lam_start_first, (s.particle_q_start_first, s.body_q_start_first),
+                                  state.multipliers, (state.particle_q, state.body_q)))
 
 
 def displacement_command(solver, state):
@@ -255,14 +252,15 @@ def start_line_search_commands(solver):
     return commands
 
 
-def _copy_least_commands(solver, lam_source, q_source, lam_target, q_target):
+def copy_where_commands(solver, lam_source, q_source, lam_target, q_target):
     """Multipliers and positions from the ``source`` arrays into the ``target`` ones in the worlds with
-    ``solver.least_taken`` = 1 (``q_*``: (particle_q, body_q) pairs)."""
+    ``solver.world_taken`` = 1 (``q_*``: (particle_q, body_q) pairs): the elastic warm start's first start put back,
+    the wander limit's point of least merit kept aside or gone back to."""
     m, s = solver.model, solver
-    return [s.record(multipliers.copy_rows_where, m.row_count, [m.row_world, s.least_taken, lam_source],
+    return [s.record(multipliers.copy_rows_where, m.row_count, [m.row_world, s.world_taken, lam_source],
                      outputs=[lam_target]),
             s.record(integration.copy_positions_where, s.entity_count, [
-                m.particle_count, m.particle_world, m.body_world, s.least_taken, *q_source], outputs=list(q_target))]
+                m.particle_count, m.particle_world, m.body_world, s.world_taken, *q_source], outputs=list(q_target))]
 
 
 def least_merit_note_commands(solver, state):
@@ -270,7 +268,7 @@ def least_merit_note_commands(solver, state):
     of its substep so far keeps it aside (multipliers and positions)."""
     s = solver
     return [s.record(multipliers.note_least_merit, s.model.world_count, [s.merit, s.merit_least],
-                     outputs=[s.least_taken])] + _copy_least_commands(
+                     outputs=[s.world_taken])] + copy_where_commands(
         s, state.multipliers, (state.particle_q, state.body_q), s.lam_least, (s.particle_q_least, s.body_q_least))
 
 
@@ -281,6 +279,6 @@ def least_merit_end_commands(solver, state, control, h):
     s = solver
     return (assemble_commands(s, state, control, h, round_off=False)
             + [s.record(multipliers.choose_least_merit, s.model.world_count, [s.merit_least, s.retreat, s.wander_limit],
-                        outputs=[s.merit, s.least_taken, s.world_wander_returns])]
-            + _copy_least_commands(s, s.lam_least, (s.particle_q_least, s.body_q_least), state.multipliers,
+                        outputs=[s.merit, s.world_taken, s.world_wander_returns])]
+            + copy_where_commands(s, s.lam_least, (s.particle_q_least, s.body_q_least), state.multipliers,
                                    (state.particle_q, state.body_q)))

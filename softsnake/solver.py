@@ -229,8 +229,10 @@ class Solver:
         self.body_q_start_first = zeros(m.body_count, wp.transform)
         self.merit_start_first, self.merit_start_second = zeros(m.world_count), zeros(m.world_count)
         # SolverSettings.wander_limit: the point of least merit a substep's Newton loop has visited, per world.
-        self.lam_least, self.merit_least, self.least_taken = zeros(m.row_count), zeros(m.world_count), zeros(
-            m.world_count, int)
+        self.lam_least, self.merit_least = zeros(m.row_count), zeros(m.world_count)
+        # Per world, 1 where a copy between points applies (newton.copy_where_commands: the elastic start's first
+        # start put back, the wander limit's least point kept or gone back to); each use sets it first.
+        self.world_taken = zeros(m.world_count, int)
         self.particle_q_least, self.body_q_least = zeros(m.particle_count, wp.vec3), zeros(m.body_count, wp.transform)
         self.start_stale = zeros(m.world_count, int)
 
@@ -319,8 +321,7 @@ class Solver:
         return NewtonCounts(**{name: a.numpy()[:self.model.world_count].astype(np.int64)
                                for name, a in zip(NewtonCounts.COUNTS, self._newton_count_arrays)},
                             budget=self.newton_iterations, tolerance=self.newton_tolerance, floor=self.newton_floor,
-                            balanced="bodies" if self.balances_momentum and self.settings.balances_bodies_only
-                            else self.balances_momentum)
+                            balanced="bodies" if self.settings.balances_bodies_only else self.balances_momentum)
 
     @property
     def _newton_count_arrays(self):

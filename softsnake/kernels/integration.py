@@ -15,7 +15,6 @@ from .entities import (
     nonnegative,
     rotation_vector_between,
 )
-from .multipliers import keeps_second_start
 
 
 @wp.func
@@ -301,7 +300,8 @@ def copy_positions_where(particle_count: int, particle_world: wp.array(dtype=int
                          body_q_source: wp.array(dtype=wp.transform), particle_q: wp.array(dtype=wp.vec3),
                          body_q: wp.array(dtype=wp.transform)):
     """The source positions into ``particle_q`` and ``body_q`` for the entities of the worlds with taken[w] = 1
-    (``SolverSettings.wander_limit``: kept aside at a point of least merit, or put back at the substep's end)."""
+    (``SolverSettings.wander_limit``: kept aside at a point of least merit, or put back at the substep's end; the
+    elastic warm start: its first start put back)."""
     e = nonnegative(wp.tid())
     if taken[entity_world(e, particle_count, particle_world, body_world)] == 1:
         if e < particle_count:
@@ -382,20 +382,3 @@ def finish_body_velocities(
     w = wp.spatial_bottom(body_qd[i]) + rotation_vector_between(
         wp.transform_get_rotation(tf), wp.transform_get_rotation(tf_pred)) * inv_h
     body_qd[i] = wp.spatial_vector(v, w)
-
-
-@wp.kernel(enable_backward=False)  # the warm start is not on a wp.Tape: the implicit gradient does not see the start
-def keep_first_start_positions(particle_count: int, particle_world: wp.array(dtype=int), body_world: wp.array(dtype=int),
-                               merit_first: wp.array(dtype=float), merit_second: wp.array(dtype=float),
-                               stale: wp.array(dtype=int), particle_q_first: wp.array(dtype=wp.vec3),
-                               body_q_first: wp.array(dtype=wp.transform),
-                               particle_q: wp.array(dtype=wp.vec3), body_q: wp.array(dtype=wp.transform)):
-    """The first start's positions back in the worlds that do not keep the second (``keeps_second_start``)."""
-    e = nonnegative(wp.tid())
-    w = entity_world(e, particle_count, particle_world, body_world)
-    if not keeps_second_start(merit_first[w], merit_second[w], stale[w]):
-        if e < particle_count:
-            particle_q[e] = particle_q_first[e]
-        else:
-            b = nonnegative(e - particle_count)
-            body_q[b] = body_q_first[b]

@@ -306,12 +306,10 @@ def stale_second_starts(channel_world_start: wp.array(dtype=int), pressure: wp.a
 
 
 @wp.kernel
-def keep_first_start_rows(row_world: wp.array(dtype=int), merit_first: wp.array(dtype=float),
-                          merit_second: wp.array(dtype=float), stale: wp.array(dtype=int),
-                          lam_first: wp.array(dtype=float), lam: wp.array(dtype=float)):
-    """lambda = the first start's multipliers in the worlds that do not keep the second start (in ``lam``:
-    ``keeps_second_start``; ``newton.elastic_start_commands``)."""
-    i = nonnegative(wp.tid())
-    w = nonnegative(row_world[i])
-    if not keeps_second_start(merit_first[w], merit_second[w], stale[w]):
-        lam[i] = lam_first[i]
+def choose_first_start(merit_first: wp.array(dtype=float), merit_second: wp.array(dtype=float),
+                       stale: wp.array(dtype=int), taken: wp.array(dtype=int)):
+    """Per world: taken[w] = 1 where the world goes back to the elastic warm start's first start (it does not keep
+    the second: ``keeps_second_start``), else 0; ``copy_rows_where`` and ``integration.copy_positions_where`` then
+    put the first start's multipliers and positions back (``newton.elastic_start_commands``)."""
+    w = nonnegative(wp.tid())
+    taken[w] = wp.where(keeps_second_start(merit_first[w], merit_second[w], stale[w]), 0, 1)

@@ -30,6 +30,9 @@ def test_second_start_is_kept_within_its_margin_unless_stale(device):
     stale = wp.array([0, 0, 1, 1], dtype=int, device=device)
     lam_first = wp.array([1.0, 1.0, 1.0, 1.0], dtype=float, device=device)
     lam = wp.array([10.0, 10.0, 10.0, 10.0], dtype=float, device=device)
-    wp.launch(multipliers.keep_first_start_rows, dim=4, inputs=[row_world, merit_first, merit_second, stale, lam_first],
-              outputs=[lam], device=device)
+    taken = wp.full(4, 7, dtype=int, device=device)
+    wp.launch(multipliers.choose_first_start, dim=4, inputs=[merit_first, merit_second, stale], outputs=[taken],
+              device=device)
+    assert taken.numpy().tolist() == [0, 0, 0, 1]
+    wp.launch(multipliers.copy_rows_where, dim=4, inputs=[row_world, taken, lam_first], outputs=[lam], device=device)
     np.testing.assert_array_equal(lam.numpy(), [10.0, 10.0, 10.0, 1.0])
