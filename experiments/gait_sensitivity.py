@@ -33,10 +33,11 @@ from softsnake.cli.common import experiment_parser, make_output_folder
 from softsnake.output_files import write_dict_csv
 
 STARTS = {"plain": False, "elastic": True}
+"""``--starts``: the value of ``SolverSettings.elastic_warm_start`` of each (the gait's own is plain)."""
 BALANCES = {"snake": None, "on": True, "off": False, "bodies": "bodies"}
 """``--momentum-balance``: the value of ``SolverSettings.momentum_balance`` (None: the snake's own, ``snake_solver``)."""
 BALANCE_SUFFIXES = {"snake": "", "on": "_balanced", "off": "_plain_iteration", "bodies": "_bodies"}
-"""``--starts``: the value of ``SolverSettings.elastic_warm_start`` of each (the gait's own is plain)."""
+"""The file name ending of each ``--momentum-balance``."""
 
 
 def perturbed_run(resolution, seconds, newton, linear, elastic, members, noise, balance=None):
