@@ -10,7 +10,7 @@ untried elsewhere. Here, per r:
 - vines: seed 000's cluttered scenes 1 and 2 (against its rollouts, tube diameters) and the wall scene, with the
   vines' settings at the engine's default budget (16 x 100, balanced): tip error, unconverged substeps, Newton
   steps per substep, wall time;
-- the snake: one coarse snake under the gait for ``--seconds`` at its budget (8 x 40, plain) and at the converged
+- the snake: one coarse snake under the gait for ``--seconds`` at its budget (8 x 40, its own iteration) and at the converged
   reference (16 x 160, balanced): forward travel, unconverged substeps, Newton steps per substep, wall time. The
   converged travel must not depend on r; the budget's may.
 
