@@ -19,12 +19,14 @@ one warp, so that a snake particle's ~70 entries (125 at most) take at most 4 st
 at most 6, where one thread per entity walked them all; on the CPU a block is one thread."""
 
 
-def inverse_mass_transpose_command(solver, x, u):
-    """u = M^-1 J^T x (the solver's current J)."""
+def inverse_mass_transpose_command(solver, x, u, first_entity=0):
+    """u = M^-1 J^T x (the solver's current J) at the entities from ``first_entity`` on (particles first, then
+    bodies); the entries of u before it keep what they held."""
     m = solver.model
-    return solver.record(operator.apply_inverse_mass_transpose, solver.entity_count, [
+    return solver.record(operator.apply_inverse_mass_transpose, solver.entity_count - first_entity, [
         m.JT_offsets, m.JT_offsets[1:], m.JT_columns, solver.JT_values, x, m.particle_inv_mass, m.body_inv_mass,
-        solver.body_inv_inertia_world, m.particle_count, solver.planar], outputs=[u], block_threads=TRANSPOSE_THREADS)
+        solver.body_inv_inertia_world, m.particle_count, solver.planar, first_entity], outputs=[u],
+        block_threads=TRANSPOSE_THREADS)
 
 
 def record_per_chunk(solver, kernel, inputs, outputs):

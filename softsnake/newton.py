@@ -140,7 +140,8 @@ def system_commands(solver, state, control, h):
     m, s = solver.model, solver
     commands = [displacement_command(s, state)] + jacobian_commands(s, state, control, h)
     if s.balances_momentum:
-        commands += [inverse_mass_transpose_command(s, state.multipliers, s.u_lambda),
+        # Only the balanced entities' u_lambda: the gap is 0 below them ("bodies": the particles' share skipped).
+        commands += [inverse_mass_transpose_command(s, state.multipliers, s.u_lambda, s.momentum_first_entity),
                      s.record(momentum.momentum_gaps, len(s.offset), [s.offset, s.u_lambda, s.momentum_first_dof],
                               outputs=[s.momentum_gap])]
     commands.append(s.record(rows.prepare_rows, m.row_count, [
@@ -163,7 +164,8 @@ def round_off_commands(solver, state):
     commands += world_dot_commands(s, s.row_floor, s.row_floor, s.merit_floor, weight=s.inv_diagonal)
     if s.balances_momentum:
         commands.append(s.record(momentum.add_momentum_round_off, m.world_count, [
-            m.particle_world_start_device, m.body_world_start_device, state.particle_q, m.particle_inv_mass,
+            m.particle_world_start_device, m.body_world_start_device, int(s.momentum_first_entity == 0),
+            state.particle_q, m.particle_inv_mass,
             state.body_q, m.body_inv_mass, m.body_inertia], outputs=[s.merit_floor]))
     return commands
 
@@ -183,8 +185,8 @@ def assemble_commands(solver, state, control, h, round_off=True):
     commands += world_dot_commands(s, s.residual, s.residual, s.merit, weight=s.inv_diagonal)
     if s.balances_momentum:
         commands.append(s.record(momentum.add_momentum_merit, m.world_count, [
-            m.particle_world_start_device, m.body_world_start_device, m.particle_count, s.momentum_gap,
-            m.particle_inv_mass, state.body_q, m.body_inv_mass, m.body_inertia], outputs=[s.merit]))
+            m.particle_world_start_device, m.body_world_start_device, m.particle_count, int(s.momentum_first_entity == 0),
+            s.momentum_gap, m.particle_inv_mass, state.body_q, m.body_inv_mass, m.body_inertia], outputs=[s.merit]))
     if s.newton_floor > 0.0 and round_off:
         commands += round_off_commands(s, state)
     commands.append(s.record(multipliers.judge_newton_steps, m.world_count, [

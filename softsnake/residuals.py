@@ -19,8 +19,9 @@ with each other and across models:
 - ``compliant``: sqrt(sum r_i^2 / D_ii) over the rows of every constraint type other than contacts
   (tetrahedra, distance and pressure rows, attachments, hinges, prismatic joints, angular springs),
   with r_i = -(c_i + gamma_i J_i (x - x_n) + (alpha lambda)_i) / (1 + gamma_i) the row's own
-  residual (its Newton right-hand side) and D_ii = J_i M^-1 J_i^T + alpha_i / (1 + gamma_i) the
-  Jacobi diagonal of the Newton matrix.
+  residual (its Newton right-hand side; with the balanced iteration that right-hand side also carries
+  J_i d, d the momentum gap above, over the entities it balances: ``kernels.rows``) and
+  D_ii = J_i M^-1 J_i^T + alpha_i / (1 + gamma_i) the Jacobi diagonal of the Newton matrix.
 - ``normal``: the same over contact normal rows, with the row's own residual r = -phi, phi the
   Fischer-Burmeister function of the gap and w lambda_n [m] (``constraints.contact``), D its
   diagonal including the row's complementarity compliance and the proximal floor.
@@ -95,7 +96,7 @@ def residual_commands(solver, state, control, h):
     if not s.model.row_count:
         return [newton.displacement_command(s, state)]
     commands = newton.system_commands(s, state, control, h)
-    if not s.balances_momentum:  # with momentum balance the system's assembly computes u_lambda itself
+    if not s.balances_momentum or s.momentum_first_entity:  # a full balance's assembly computes all of u_lambda
         commands.append(inverse_mass_transpose_command(s, state.multipliers, s.u_lambda))
     return commands
 

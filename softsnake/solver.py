@@ -90,7 +90,7 @@ FLAG_NAMES = {int(checks.NONFINITE): "a non-finite state", int(checks.TOO_FAST):
 
 
 def _launched():
-    """What ``Solver.record`` returns for a launch it ran at once: replaying it does nothing."""
+    """What ``Solver.record`` returns for a launch it ran at once or an empty one: replaying it does nothing."""
 
 
 class Solver:
@@ -170,10 +170,15 @@ class Solver:
         return self.settings.uses_momentum_balance
 
     @property
+    def momentum_first_entity(self):
+        """The first entity (particles first, then bodies) whose momentum the balanced iteration balances: 0, or
+        the first body where ``SolverSettings.momentum_balance`` is "bodies"."""
+        return self.model.particle_count if self.settings.balances_bodies_only else 0
+
+    @property
     def momentum_first_dof(self):
-        """The first degree of freedom whose momentum the balanced iteration balances: 0, or the first body's
-        where ``SolverSettings.momentum_balance`` is "bodies"."""
-        return 3 * self.model.particle_count if self.settings.balances_bodies_only else 0
+        """The first degree of freedom whose momentum the balanced iteration balances (``momentum_first_entity``'s)."""
+        return 3 * self.momentum_first_entity
 
     @property
     def settings(self):
@@ -358,6 +363,8 @@ class Solver:
         kernel runs at once instead (and a ``wp.Tape`` around it records it). ``block_threads``: launch
         ``dim`` thread blocks of that many threads (``wp.launch_tiled``) instead of ``dim`` threads."""
         launch = wp.launch if block_threads is None else functools.partial(wp.launch_tiled, block_dim=block_threads)
+        if dim == 0:  # nothing to launch (Warp records no command for it)
+            return _launched
         if self._launch_now:
             launch(kernel, dim=dim, inputs=inputs, outputs=outputs, device=self.model.device)
             return _launched

@@ -142,9 +142,22 @@ def test_bodies_only_balance_leaves_the_particles_plain(device):
     iteration: on the double pendulum of particles it steps as the plain iteration, bit for bit, and on bodies of
     every shape (``scene_bodies``) as the balanced one, bit for bit. (A model of both: the snake,
     tests/robots/snake/test_robot.py::test_snake_at_rest_stays_at_rest.)"""
-    bodies_only, _ = engine_run("bodies", device)
-    plain, _ = engine_run(False, device)
+    bodies_only, bodies_only_gaps = engine_run("bodies", device)
+    plain, plain_gaps = engine_run(False, device)
     assert np.array_equal(bodies_only, plain)
+    assert np.array_equal(bodies_only_gaps, plain_gaps) and np.all(plain_gaps > 0.0)
+
+    def merit_floor(balance):
+        """The round-off floor of the merit at the last assembly: the particles' momentum is not in a "bodies"
+        merit, so neither is its rounding."""
+        model = chain_builder(COMPLIANCE, speed=5.0).finalize(device)
+        solver = softsnake.Solver(model, momentum_balance=balance, **TIGHT)
+        state, control = model.state(), model.control()
+        solver.step(state, state, control, H)
+        return solver.merit_floor.numpy()
+
+    assert np.array_equal(merit_floor("bodies"), merit_floor(False))
+    assert np.all(merit_floor(True) > merit_floor(False))
 
     def body_poses(balance):
         state, _ = run(scene_bodies(), 0.25, momentum_balance=balance, newton_iterations=8, linear_iterations=40)

@@ -19,15 +19,19 @@ from engine_scenes import chain_builder, stiff_block
 G = 9.81
 
 
-def test_definitions_match_a_hand_computation_on_a_compliant_chain(device):
+@pytest.mark.parametrize("balance", [False, True, "bodies"])
+def test_definitions_match_a_hand_computation_on_a_compliant_chain(device, balance):
     """One substep, one Newton iteration of a swinging double pendulum, from the state and the analytic
     prediction x~ = x0 + h v0 + h^2 g alone:
     compliant^2 = sum_i (c_i + alpha lambda_i)^2 / (J_i M^-1 J_i^T + alpha) and
-    momentum^2 = sum_p m_p |x_p - x~_p - w_p (J(x)^T lambda)_p|^2."""
+    momentum^2 = sum_p m_p |x_p - x~_p - w_p (J(x)^T lambda)_p|^2 = sum_p m_p |d_p|^2, whatever the iteration
+    balances (with "bodies" the step's own assembly leaves the particles' M^-1 J^T lambda out: the norms compute
+    it); a balanced iteration's rows carry J_i d in their residual (``kernels.rows``), the plain one's and
+    "bodies"' on particles do not."""
     E, h = 1.0e-4, 1.0 / 60.0
     mass = np.array([0.0, 0.2, 0.1])
     model = chain_builder(E, speed=5.0).finalize(device)
-    solver = softsnake.Solver(model, substeps=1, newton_iterations=1, linear_iterations=5)
+    solver = softsnake.Solver(model, substeps=1, newton_iterations=1, linear_iterations=5, momentum_balance=balance)
     state, control = model.state(), model.control()
     for _ in range(3):
         x0, v0 = state.particle_q.numpy().astype(np.float64), state.particle_qd.numpy().astype(np.float64)
@@ -39,17 +43,20 @@ def test_definitions_match_a_hand_computation_on_a_compliant_chain(device):
     x_pred = x0 + h * v0 + h * h * np.array([0.0, 0.0, -G])
     x_pred[0] = x0[0]
     alpha = E / (h * h)
+    rows = ((0, 1), (1, 2))
+    normals = [(x[j] - x[i]) / np.linalg.norm(x[j] - x[i]) for i, j in rows]
     force = np.zeros((3, 3))
+    for row, (i, j) in enumerate(rows):
+        force[j] += normals[row] * lam[row]
+        force[i] -= normals[row] * lam[row]
+    d = np.zeros((3, 3))
+    d[1:] = x[1:] - x_pred[1:] - force[1:] / mass[1:, None]
+    momentum = math.sqrt(np.sum(mass[1:, None] * d[1:] * d[1:]))
     compliant_sq = 0.0
-    for row, (i, j) in enumerate(((0, 1), (1, 2))):
-        length = np.linalg.norm(x[j] - x[i])
-        n = (x[j] - x[i]) / length
-        force[j] += n * lam[row]
-        force[i] -= n * lam[row]
+    for row, (i, j) in enumerate(rows):
+        gap_term = normals[row] @ (d[j] - d[i]) if balance is True else 0.0
         diagonal = sum(1.0 / mass[k] for k in (i, j) if mass[k] > 0.0) + alpha
-        compliant_sq += (length - 0.3 + alpha * lam[row]) ** 2 / diagonal
-    d = x[1:] - x_pred[1:] - force[1:] / mass[1:, None]
-    momentum = math.sqrt(np.sum(mass[1:, None] * d * d))
+        compliant_sq += (np.linalg.norm(x[j] - x[i]) - 0.3 + alpha * lam[row] - gap_term) ** 2 / diagonal
     assert norms.compliant[0] == pytest.approx(math.sqrt(compliant_sq), rel=1e-2)
     assert norms.momentum[0] == pytest.approx(momentum, rel=1e-2)
     # One Newton iteration on a fast double pendulum leaves both far above float32 round-off.

@@ -39,6 +39,7 @@ def add_momentum_merit(
     particle_world_start: wp.array(dtype=int),
     body_world_start: wp.array(dtype=int),
     particle_count: int,
+    particles: int,
     gap: wp.array(dtype=float),
     particle_inv_mass: wp.array(dtype=float),
     body_q: wp.array(dtype=wp.transform),
@@ -46,11 +47,13 @@ def add_momentum_merit(
     body_inertia: wp.array(dtype=wp.mat33),
     merit: wp.array(dtype=float),
 ):
-    """merit[w] += d^T M d over world w's moving particles and bodies, one thread per world in a fixed
-    order (deterministic). Bodies: m |d_lin|^2 + d_ang^T I_world d_ang."""
+    """merit[w] += d^T M d over world w's moving particles (``particles`` 1; 0: their gap is 0, "bodies") and
+    bodies, one thread per world in a fixed order (deterministic). Bodies: m |d_lin|^2 + d_ang^T I_world d_ang."""
     w = nonnegative(wp.tid())
     total = float(0.0)
     i = nonnegative(particle_world_start[w])
+    if particles == 0:
+        i = particle_world_start[w + 1]
     while i < particle_world_start[w + 1]:
         if particle_inv_mass[i] > 0.0:
             d = wp.vec3(gap[3 * i], gap[3 * i + 1], gap[3 * i + 2])
@@ -73,6 +76,7 @@ def add_momentum_merit(
 def add_momentum_round_off(
     particle_world_start: wp.array(dtype=int),
     body_world_start: wp.array(dtype=int),
+    particles: int,
     particle_q: wp.array(dtype=wp.vec3),
     particle_inv_mass: wp.array(dtype=float),
     body_q: wp.array(dtype=wp.transform),
@@ -82,10 +86,13 @@ def add_momentum_round_off(
 ):
     """merit_floor[w] += what float32's rounding of the positions leaves in ``add_momentum_merit``'s d^T M d:
     each coordinate x rounded by ``ROUND_OFF`` |x| (a body's rotation by ``ROUND_OFF`` rad about each axis),
-    one thread per world in a fixed order."""
+    one thread per world in a fixed order; the particles' share only where their gap is in the merit
+    (``particles`` 1), since a plain particle's merit share is 0 whatever its rounding."""
     w = nonnegative(wp.tid())
     total = float(0.0)
     i = nonnegative(particle_world_start[w])
+    if particles == 0:
+        i = particle_world_start[w + 1]
     while i < particle_world_start[w + 1]:
         if particle_inv_mass[i] > 0.0:
             x = particle_q[i]

@@ -167,10 +167,11 @@ def apply_inverse_mass_transpose(
     body_inv_inertia_world: wp.array(dtype=wp.mat33),
     particle_count: int,
     planar: int,
+    first_entity: int,
     u: wp.array(dtype=float),
 ):
-    """u = M^-1 J^T x, one thread block per particle or body (``wp.launch_tiled``): thread t adds the
-    entity's entries t, t + block_dim, ..., and the block adds the threads' sums in a fixed tree.
+    """u = M^-1 J^T x, one thread block per particle or body from ``first_entity`` on (``wp.launch_tiled``):
+    thread t adds the entity's entries t, t + block_dim, ..., and the block adds the threads' sums in a fixed tree.
 
     A particle of a tetrahedral mesh lies in ~70 rows (125 at most in the snake's meshes), a body in up
     to 178 per column, both columns walked twice: one thread per entity walked them one dependent load
@@ -178,7 +179,8 @@ def apply_inverse_mass_transpose(
     snake. On the CPU a block is one thread: the entries in order, the same bits as the whole-solve
     kernels' one thread per entity.
     """
-    e, lane = wp.tid()
+    block, lane = wp.tid()
+    e = first_entity + block
     sums = entity_transpose_sums(e, lane, wp.block_dim(), particle_count, planar, JT_offsets, JT_ends, JT_columns,
                                  JT_values, x)
     total = sums
