@@ -196,6 +196,38 @@ def test_snake_at_rest_stays_at_rest(coarse, balance):
     assert moved < 2e-5
 
 
+def test_coasting_snake_rolls_on_without_gaining_energy(coarse):
+    """The snake, chambers empty, settled on its wheels for 0.25 s, then pushed along its axis at 0.3 m/s: its
+    wheels spin up by friction (a slip that takes 2.2 mJ of its 52 mJ), and from then on it rolls on a level floor,
+    where the only exchanges are the implicit step's damping: its energy (kinetic and gravitational) can only stay
+    or fall. At its budget (8 x 40, unconverged in every substep) it may gain at most 1e-5 J over the next 0.75 s
+    (measured +3.1e-6, of the size of its frame-to-frame ripple of ~1e-6; the converged 16 x 160 -9e-7, the plain
+    iteration -4.7e-5, 2 x 20 -8e-6, 1 x 40 -1.1e-5), and it keeps rolling (kinetic energy within 1 %)."""
+    simulation = SnakeSimulation(1, config=coarse, seconds=1.25)
+    model, state = simulation.model, simulation.state
+    rest = np.zeros((1, coarse.link_count))
+    for _ in range(30):
+        simulation.step(rest)
+    push = np.array([0.3, 0.0, 0.0], dtype=np.float32)
+    state.particle_qd.assign(np.tile(push, (model.particle_count, 1)))
+    body_qd = state.body_qd.numpy()
+    body_qd[:, :3] = push
+    state.body_qd.assign(body_qd)
+    masses = model.particle_mass_numpy(), model.body_mass_numpy * (model.body_inv_mass.numpy() > 0.0)
+
+    def energy():
+        heights = state.particle_q.numpy()[:, 2].astype(np.float64), state.body_q.numpy()[:, 2].astype(np.float64)
+        return float(model.kinetic_energy(state)[0]) + 9.81 * sum(float(m @ z) for m, z in zip(masses, heights))
+
+    for _ in range(30):  # the wheels' spin-up
+        simulation.step(rest)
+    rolling, kinetic = energy(), float(model.kinetic_energy(state)[0])
+    for _ in range(90):
+        simulation.step(rest)
+    assert energy() - rolling < 1e-5
+    assert float(model.kinetic_energy(state)[0]) > 0.99 * kinetic > 0.045
+
+
 def test_one_second_gait_run(coarse):
     """One second of the paper's gait: the state stays finite, the centre of mass moves, and each
     link bends to the side its command asks for (positive command, positive curvature): the
