@@ -1,0 +1,283 @@
+"""Do the robots' results converge with the time step? The snake's gait travel and the vine's growth at 1, 2, 4, ... substeps.
+
+The engine steps by first-order implicit Euler, so every result it gives carries an error of the order of the
+substep h, whatever the solver's budget. The gait runs frames of 1/120 s in 2 substeps (seed 001's h = 1/240 s);
+this script runs one snake under the gait (``SnakeSimulation``, the middle snake of the main job: offset 0) for
+``--seconds`` at ``--substeps`` substeps per frame (h = 1/120 s divided by each) and each ``--budgets`` (Newton x
+conjugate residual iterations per substep; the snake's own iteration, ``snake_solver``: its bodies balanced below 16
+Newton iterations, everything from 16, so 16x160 is the converged reference of the other studies). The frames, the
+gait's commands and the valves' latency model stay those of 1/120 s frames: only the substep changes.
+
+Reported per case: the forward and lateral travel of the centre of mass [m], the heading's change over the last
+gait period [rad], the share of substeps the budget ended unconverged (the Newton line), and the wall time. Per budget,
+the change of the forward travel from each h to the next, the order p = log2(d1 / d2) these changes show over the
+three finest substeps, and the Richardson estimate of the travel at h -> 0 (T_finest + d_last / (2^p - 1)) with the
+finest run's distance from it: how far the gait's own h lies from the limit of the model.
+
+``--robot vine``: the cluttered reference scenes of seed 000 (``jitosho_cluttered_1`` and ``_2``: 449 steps of 1/90 s,
+the vine's own settings, converged in every step) at ``--substeps`` substeps per step (default 1,2,4,8,16,32): per run
+the tip's error against the original simulator's rollout (median and largest over the steps [tube diameters]), the
+largest and the final distance of its tip from the finest run's, and from the next finer run's (whose ratios give the
+observed order) [tube diameters], and how far three vines started a micrometre away from it end up (``VINE_MEMBERS``,
+``VINE_NOISE``: the trajectory's own sensitivity at that step, below which differences between runs mean nothing).
+
+Cases run in ``--jobs`` processes at once (default: the usable cores); after each one the CSV and the Markdown table
+are rewritten, so an interrupted run keeps what it finished. Files (into --out, default experiments/results):
+time_step_convergence_<resolution>_<seconds>s.csv/.md for the snake,
+
+time_step_convergence_vine.csv/.md for the vine.
+
+Usage: python experiments/time_step_convergence.py [--robot snake|vine] [--resolution coarse|paper] [--seconds 10]
+           [--substeps 1,2,4,8] [--budgets 8x40,16x160] [--jobs N] [--out DIR]
+"""
+
+import argparse
+import concurrent.futures
+import math
+import multiprocessing
+import platform
+import sys
+import time
+
+import warp as wp
+
+from softsnake.cli.common import experiment_parser, make_output_folder, positive_int_list
+from softsnake.machine import usable_cores
+from softsnake.output_files import write_dict_csv
+
+VINE_MEMBERS = 3
+"""Vines beside each vine run, their bodies' start moved by ``VINE_NOISE`` [m] per axis (a batch of independent worlds:
+the unperturbed vine steps as it would alone)."""
+
+VINE_NOISE = 1.0e-6
+"""Standard deviation of the perturbed vines' start offsets [m]."""
+
+FRAME_DT = 1.0 / 120.0
+"""The gait's frame [s] (``SnakeSimulation``'s dt), split into the substeps."""
+
+
+def run_case(resolution, seconds, substeps, newton, linear):
+    """One snake's gait at ``substeps`` per frame and the budget: a dict of the results (in a worker process)."""
+    from softsnake.console import quiet_warp
+    from softsnake.robots.snake.simulation import SnakeSimulation
+
+    quiet_warp()
+    sim = SnakeSimulation(1, resolution=resolution, seconds=seconds, substeps=substeps, newton_iterations=newton,
+                          linear_iterations=linear)
+    start = time.perf_counter()
+    trajectories = sim.run(progress=False)
+    wall = time.perf_counter() - start
+    counts = sim.solver.newton_counts()
+    forward, lateral = trajectories.travel()[0]
+    return {"budget": f"{newton}x{linear}", "substeps": substeps, "h_s": FRAME_DT / substeps,
+            "balanced": str(counts.balanced), "forward_m": float(forward), "lateral_m": float(lateral),
+            "heading_change_rad": float(trajectories.heading_change(1.0)[0]),
+            "unconverged_pct": float(100.0 * counts.unconverged_ends.sum() / max(counts.substeps.sum(), 1)),
+            "wall_s": wall}
+
+
+def run_vine_case(number, substeps):
+    """Cluttered scene ``number`` at ``substeps`` per step: its tips (steps + 1, 2) [m] and a dict of results (in a
+    worker process)."""
+    import numpy as np
+
+    from softsnake.console import quiet_warp
+    from softsnake.robots.vine.comparison import compare_with_reference
+    from softsnake.robots.vine.reference import load_jitosho_rollout
+    from softsnake.robots.vine.scene import load_scene
+    from softsnake.robots.vine.simulation import VineBatch, rollout, specs_from_scene
+
+    quiet_warp()
+    scene = load_scene(f"jitosho_cluttered_{number}")
+    times, reference, _ = load_jitosho_rollout(number)
+    start = time.perf_counter()
+    batch = VineBatch(specs_from_scene(scene) * (1 + VINE_MEMBERS), solver_options={"substeps": substeps})
+    body_q = batch.state.body_q.numpy()
+    per_vine = body_q.shape[0] // (1 + VINE_MEMBERS)
+    for k in range(1, 1 + VINE_MEMBERS):
+        body_q[k * per_vine:(k + 1) * per_vine, :2] += np.random.default_rng(k).normal(0.0, VINE_NOISE, (per_vine, 2))
+    batch.state.body_q.assign(body_q)
+    result = rollout(batch, len(times) - 1, scene.sim.dt)
+    wall = time.perf_counter() - start
+    diameter = 2 * scene.vine.tube_radius
+    error, same_side = compare_with_reference(scene, result.poses[:, 0], result.tips[:, 0], reference)
+    spread = np.linalg.norm(result.tips[:, 1:] - result.tips[:, :1], axis=2) / diameter
+    counts = batch.solver.newton_counts()
+    return result.tips[:, 0], {
+        "scene": scene.name, "substeps": substeps, "h_s": scene.sim.dt / substeps, "diameter_m": diameter,
+        "reference_median_diameters": float(np.median(error)), "reference_max_diameters": float(error.max()),
+        "same_side_every_step": bool(same_side.all()), "perturbed_max_diameters": float(spread.max()),
+        "unconverged_pct": float(100.0 * counts.unconverged_ends.sum() / max(counts.substeps.sum(), 1)),
+        "wall_s": wall}
+
+
+def add_vine_distances(results):
+    """Per scene: every run's largest and final tip distance from the finest run's and from the next finer run's
+    [tube diameters]. ``results``: (tips, row) pairs."""
+    import numpy as np
+
+    for scene in dict.fromkeys(row["scene"] for _, row in results):
+        mine = sorted(((tips, row) for tips, row in results if row["scene"] == scene), key=lambda r: r[1]["substeps"])
+        finest_tips = mine[-1][0]
+        for k, (tips, row) in enumerate(mine):
+            gap = np.linalg.norm(tips - finest_tips, axis=1) / row["diameter_m"]
+            row["from_finest_max_diameters"], row["from_finest_final_diameters"] = float(gap.max()), float(gap[-1])
+            if k + 1 < len(mine):
+                step = np.linalg.norm(tips - mine[k + 1][0], axis=1) / row["diameter_m"]
+                row["from_next_finer_max_diameters"] = float(step.max())
+
+
+def write_vine_files(out, rows, args):
+    keys = ["scene", "substeps", "h_s", "reference_median_diameters", "reference_max_diameters", "same_side_every_step",
+            "from_next_finer_max_diameters", "from_finest_max_diameters", "from_finest_final_diameters",
+            "perturbed_max_diameters", "unconverged_pct", "wall_s"]
+    ordered = sorted(rows, key=lambda row: (row["scene"], row["substeps"]))
+    write_dict_csv(out / "time_step_convergence_vine.csv", [{key: row.get(key, "") for key in keys} for row in ordered])
+
+    def cell(row, key):
+        return f"{row[key]:.4f}" if key in row else ""
+
+    lines = ["# The vine against the time step (seed 000's cluttered scenes, 449 steps of 1/90 s)", "",
+             f"`python experiments/time_step_convergence.py --robot vine --substeps {args.substeps}`; device "
+             f"{wp.get_device()} ({platform.processor() or platform.machine()}), warp {wp.__version__}. Each step of "
+             "1/90 s in `substeps` substeps of h, the vine's own solver settings. Tip distances in tube diameters: from "
+             "the original simulator's rollout (its own step, 1/90 s), from the next finer run and from the finest; "
+             f"perturbed: the largest distance of {VINE_MEMBERS} vines started with their bodies moved by "
+             f"N(0, {VINE_NOISE:g} m) per axis from the unperturbed one's, over the run (differences between runs below it "
+             "are not resolved).", "",
+             "| scene | substeps | h [s] | reference: median / max | same side | from next finer: max | from finest: "
+             "max / final | perturbed: max | unconverged substeps [%] | wall [s] |",
+             "|---|---:|---|---|---|---:|---|---:|---:|---:|"]
+    for row in ordered:
+        lines.append(f"| {row['scene']} | {row['substeps']} | 1/{round(1.0 / row['h_s'])} | "
+                     f"{row['reference_median_diameters']:.3f} / {row['reference_max_diameters']:.2f} | "
+                     f"{'yes' if row['same_side_every_step'] else 'no'} | {cell(row, 'from_next_finer_max_diameters')} | "
+                     f"{cell(row, 'from_finest_max_diameters')} / {cell(row, 'from_finest_final_diameters')} | "
+                     f"{row['perturbed_max_diameters']:.4f} | {row['unconverged_pct']:.1f} | {row['wall_s']:.1f} |")
+    (out / "time_step_convergence_vine.md").write_text("\n".join(lines) + "\n")
+
+
+def add_extrapolation(rows):
+    """Per budget: each row's change from the next coarser h (``change_mm``), the observed order over the three finest
+    h (``order``), the Richardson estimate at h -> 0 and each row's distance from it [%]."""
+    summary = []
+    for budget in dict.fromkeys(row["budget"] for row in rows):
+        mine = sorted((row for row in rows if row["budget"] == budget), key=lambda row: row["substeps"])
+        for coarser, finer in zip(mine, mine[1:]):
+            finer["change_mm"] = 1.0e3 * (finer["forward_m"] - coarser["forward_m"])
+        if len(mine) < 3 or any(b["substeps"] != 2 * a["substeps"] for a, b in zip(mine, mine[1:])):
+            continue
+        d1 = mine[-2]["forward_m"] - mine[-3]["forward_m"]
+        d2 = mine[-1]["forward_m"] - mine[-2]["forward_m"]
+        if d2 == 0.0 or d1 / d2 <= 1.0:
+            summary.append({"budget": budget, "order": math.nan, "limit_m": math.nan})
+            continue
+        order = math.log2(d1 / d2)
+        limit = mine[-1]["forward_m"] + d2 / (2.0 ** order - 1.0)
+        for row in mine:
+            row["from_limit_pct"] = 100.0 * (row["forward_m"] / limit - 1.0)
+        summary.append({"budget": budget, "order": order, "limit_m": limit})
+    return summary
+
+
+def write_files(out, stem, rows, summary, args):
+    keys = ["budget", "substeps", "h_s", "balanced", "forward_m", "change_mm", "from_limit_pct", "lateral_m",
+            "heading_change_rad", "unconverged_pct", "wall_s"]
+    ordered = sorted(rows, key=lambda row: (row["budget"], row["substeps"]))
+    write_dict_csv(out / f"{stem}.csv", [{key: row.get(key, "") for key in keys} for row in ordered])
+    lines = [f"# The snake's gait against the time step ({args.resolution} mesh, {args.seconds:g} s, offset 0)", "",
+             f"`python experiments/time_step_convergence.py --resolution {args.resolution} --seconds {args.seconds:g} "
+             f"--substeps {args.substeps} --budgets {args.budgets}`; device {wp.get_device()} "
+             f"({platform.processor() or platform.machine()}), warp {wp.__version__}. Frames of 1/120 s in "
+             "`substeps` substeps of h; forward and lateral travel of the centre of mass; change: from the next coarser "
+             "h; from limit: from the Richardson estimate at h -> 0 of the budget's three finest h.", "",
+             "| budget | substeps | h [s] | balanced | forward [mm] | change [mm] | from limit [%] | lateral [mm] | "
+             "heading change [rad] | unconverged substeps [%] | wall [s] |",
+             "|---|---:|---|---|---:|---:|---:|---:|---:|---:|---:|"]
+    for row in ordered:
+        change = f"{row['change_mm']:+.1f}" if "change_mm" in row else ""
+        limit = f"{row['from_limit_pct']:+.2f}" if "from_limit_pct" in row else ""
+        lines.append(f"| {row['budget']} | {row['substeps']} | 1/{round(1.0 / row['h_s'])} | {row['balanced']} | "
+                     f"{1e3 * row['forward_m']:.1f} | {change} | {limit} | {1e3 * row['lateral_m']:.1f} | "
+                     f"{row['heading_change_rad']:+.4f} | {row['unconverged_pct']:.1f} | {row['wall_s']:.0f} |")
+    if summary:
+        lines += ["", "| budget | observed order p | travel at h -> 0 [mm] |", "|---|---:|---:|"]
+        lines += [f"| {s['budget']} | {s['order']:.2f} | {1e3 * s['limit_m']:.1f} |" for s in summary]
+    (out / f"{stem}.md").write_text("\n".join(lines) + "\n")
+
+
+def parse_budgets(text):
+    budgets = [tuple(int(n) for n in item.split("x")) for item in text.split(",")]
+    if any(len(budget) != 2 or min(budget) < 1 for budget in budgets):
+        raise ValueError(text)
+    return budgets
+
+
+def main(argv=None):
+    parser = experiment_parser(__doc__, __file__)
+    parser.add_argument("--robot", default="snake", choices=("snake", "vine"))
+    parser.add_argument("--resolution", default="coarse", choices=("coarse", "paper"), help="the snake's mesh")
+    parser.add_argument("--seconds", type=float, default=10.0, help="simulated time [s]")
+    parser.add_argument("--substeps", default=None,
+                        help="substeps per step (the snake's 1/120 s frame, the vine's 1/90 s step), comma-separated "
+                             "(default 1,2,4,8; the vine 1,2,4,8,16,32)")
+    parser.add_argument("--budgets", default="8x40,16x160", help="NEWTONxLINEAR,...")
+    parser.add_argument("--jobs", type=int, default=None, help="cases run at once (default: the usable cores)")
+    args = parser.parse_args(argv)
+    if args.substeps is None:
+        args.substeps = "1,2,4,8" if args.robot == "snake" else "1,2,4,8,16,32"
+    try:
+        substeps = positive_int_list(args.substeps)
+    except argparse.ArgumentTypeError:
+        parser.error(f"--substeps: expected positive integers, e.g. 1,2,4,8, got {args.substeps!r}")
+    try:
+        budgets = parse_budgets(args.budgets)
+    except ValueError:
+        parser.error(f"--budgets: expected NEWTONxLINEAR,... with counts of at least 1 (e.g. 8x40,16x160), got "
+                     f"{args.budgets!r}")
+    if not args.seconds > 0.0:
+        parser.error("--seconds must be positive")
+    jobs = args.jobs if args.jobs is not None else usable_cores()
+    if jobs < 1:
+        parser.error("--jobs must be at least 1")
+    out = make_output_folder(args.out)
+    if args.robot == "vine":
+        return vine_main(out, substeps, jobs, args)
+    stem = f"time_step_convergence_{args.resolution}_{args.seconds:g}s"
+    print(f"device: {wp.get_device()} ({platform.processor() or platform.machine()}), warp {wp.__version__}; "
+          f"{len(substeps) * len(budgets)} cases in {jobs} process(es)", file=sys.stderr)
+    # The costliest first, so that the processes end together.
+    cases = sorted(((s, n, lin) for s in substeps for n, lin in budgets), key=lambda c: -c[0] * c[1] * c[2])
+    rows = []
+    with concurrent.futures.ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
+        futures = [pool.submit(run_case, args.resolution, args.seconds, *case) for case in cases]
+        for future in concurrent.futures.as_completed(futures):
+            row = future.result()
+            rows.append(row)
+            summary = add_extrapolation(rows)
+            write_files(out, stem, rows, summary, args)
+            print(f"{row['budget']:>7} x {row['substeps']} substeps: forward {1e3 * row['forward_m']:.1f} mm, lateral "
+                  f"{1e3 * row['lateral_m']:.1f} mm, unconverged {row['unconverged_pct']:.1f} %, wall "
+                  f"{row['wall_s']:.0f} s", flush=True)
+
+
+def vine_main(out, substeps, jobs, args):
+    print(f"device: {wp.get_device()} ({platform.processor() or platform.machine()}), warp {wp.__version__}; "
+          f"{2 * len(substeps)} vine cases in {jobs} process(es)", file=sys.stderr)
+    cases = sorted(((number, s) for number in (1, 2) for s in substeps), key=lambda c: -c[1])
+    results = []
+    with concurrent.futures.ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
+        futures = [pool.submit(run_vine_case, *case) for case in cases]
+        for future in concurrent.futures.as_completed(futures):
+            results.append(future.result())
+            add_vine_distances(results)
+            write_vine_files(out, [row for _, row in results], args)
+            row = results[-1][1]
+            print(f"{row['scene']} x {row['substeps']} substeps: against the reference median "
+                  f"{row['reference_median_diameters']:.3f}, max {row['reference_max_diameters']:.2f} tube diameters; "
+                  f"perturbed by {VINE_NOISE:g} m: {row['perturbed_max_diameters']:.4f}; wall {row['wall_s']:.1f} s",
+                  flush=True)
+
+
+if __name__ == "__main__":
+    main()
