@@ -20,10 +20,11 @@ rows against central differences, tests/test_rollout_gradients.py whole rollouts
 A solver with several substeps per step is recorded and differentiated substep by substep (each
 substep is one implicit step of its own length).
 
-What this does not do yet (issue 14): dG/dy is assembled from one replayed tape backward per colour
-of its sparsity pattern (26 for a vine of any length) and solved by a sparse LU on the host, so a
-step's adjoint costs several forward steps (a Krylov solve preconditioned by the engine's own Schur
-operator, on the device, is the way to large worlds and to the GPU). The gradient is that of the
+Limits: dG/dy is assembled from one replayed tape backward per colour of its sparsity pattern (26 for
+a vine of any length) and solved by a sparse LU on the host, so a step's adjoint costs several forward
+steps (experiments/vine_gradient_cost.py) and runs on the host whatever the device (a Krylov solve
+preconditioned by the engine's own Schur operator, on the device, would be the way to large worlds and
+to the GPU; not built). The gradient is that of the
 implicit step G = 0, which the engine's converged step meets exactly only with the balanced iteration
 (``SolverSettings.momentum_balance``: the default from 16 Newton iterations) and a converged budget; the
 plain iteration keeps a momentum lag
