@@ -10,9 +10,9 @@ gait's commands and the valves' latency model stay those of 1/120 s frames: only
 
 Reported per case: the forward and lateral travel of the centre of mass [m], the heading's change over the last
 gait period [rad], the share of substeps the budget ended unconverged (the Newton line), and the wall time. Per budget,
-the change of the forward travel from each h to the next, the order p = log2(d1 / d2) these changes show over the
-three finest substeps, and the Richardson estimate of the travel at h -> 0 (T_finest + d_last / (2^p - 1)) with the
-finest run's distance from it: how far the gait's own h lies from the limit of the model.
+the change of the forward travel from each h to the next and the travel at h -> 0 with its uncertainty
+(``add_extrapolation``: Richardson's where the changes shrink at a fair order, else the finest run's), with each run's
+distance from it: how far the gait's own h lies from the limit of the model.
 
 ``--robot vine``: the cluttered reference scenes of seed 000 (``jitosho_cluttered_1`` and ``_2``: 449 steps of 1/90 s,
 the vine's own settings, converged in every step) at ``--substeps`` substeps per step (default 1,2,4,8,16,32): per run
@@ -22,13 +22,14 @@ observed order) [tube diameters], and how far three vines started a micrometre a
 ``VINE_NOISE``: the trajectory's own sensitivity at that step, below which differences between runs mean nothing).
 
 Cases run in ``--jobs`` processes at once (default: the usable cores); after each one the CSV and the Markdown table
-are rewritten, so an interrupted run keeps what it finished. Files (into --out, default experiments/results):
+are rewritten, so an interrupted run keeps what it finished; the snake's files keep the cases of earlier runs that
+this one does not repeat (so that a finer substep can be added later). Files (into --out, default experiments/results):
 time_step_convergence_<resolution>_<seconds>s.csv/.md for the snake,
 
 time_step_convergence_vine.csv/.md for the vine.
 
 Usage: python experiments/time_step_convergence.py [--robot snake|vine] [--resolution coarse|paper] [--seconds 10]
-           [--substeps 1,2,4,8] [--budgets 8x40,16x160] [--jobs N] [--out DIR]
+           [--substeps 1,2,4,8] [--budgets 8x40,16x160] [--jobs N] [--report-only] [--out DIR]
 """
 
 import argparse
@@ -51,6 +52,14 @@ the unperturbed vine steps as it would alone)."""
 
 VINE_NOISE = 1.0e-6
 """Standard deviation of the perturbed vines' start offsets [m]."""
+
+MIN_ORDER = 0.5
+"""The least observed order at which the travel's changes are extrapolated to h -> 0 (below it, half the step gains
+too little for three points to pin a limit)."""
+
+MAX_ORDER = 2.0
+"""The largest: implicit Euler is first order, so a larger observed order means the changes collapsed (the finer runs
+meet within their own scatter) rather than an asymptotic rate to extrapolate with."""
 
 FRAME_DT = 1.0 / 120.0
 """The gait's frame [s] (``SnakeSimulation``'s dt), split into the substeps."""
@@ -158,25 +167,35 @@ def write_vine_files(out, rows, args):
 
 
 def add_extrapolation(rows):
-    """Per budget: each row's change from the next coarser h (``change_mm``), the observed order over the three finest
-    h (``order``), the Richardson estimate at h -> 0 and each row's distance from it [%]."""
+    """Per budget: each row's change from the next coarser h (``change_mm``); over the three finest h (each half the
+    last), the travel at h -> 0 with its uncertainty, and each row's distance from it [%] (``from_limit_pct``).
+
+    Where the two last changes d1, d2 have one sign and shrink at an order p = log2(d1 / d2) from ``MIN_ORDER`` to
+    ``MAX_ORDER``, the Richardson estimate T_finest + d2 / (2^p - 1), uncertain by that correction; otherwise (the
+    changes stop shrinking, turn round or collapse: the finer runs meet within their own scatter) the finest run's
+    travel, uncertain by |d2|."""
     summary = []
     for budget in dict.fromkeys(row["budget"] for row in rows):
         mine = sorted((row for row in rows if row["budget"] == budget), key=lambda row: row["substeps"])
         for coarser, finer in zip(mine, mine[1:]):
             finer["change_mm"] = 1.0e3 * (finer["forward_m"] - coarser["forward_m"])
-        if len(mine) < 3 or any(b["substeps"] != 2 * a["substeps"] for a, b in zip(mine, mine[1:])):
+        last = mine[-3:]
+        if len(last) < 3 or any(b["substeps"] != 2 * a["substeps"] for a, b in zip(last, last[1:])):
             continue
-        d1 = mine[-2]["forward_m"] - mine[-3]["forward_m"]
-        d2 = mine[-1]["forward_m"] - mine[-2]["forward_m"]
-        if d2 == 0.0 or d1 / d2 <= 1.0:
-            summary.append({"budget": budget, "order": math.nan, "limit_m": math.nan})
-            continue
-        order = math.log2(d1 / d2)
-        limit = mine[-1]["forward_m"] + d2 / (2.0 ** order - 1.0)
+        d1 = last[1]["forward_m"] - last[0]["forward_m"]
+        d2 = last[2]["forward_m"] - last[1]["forward_m"]
+        order = math.log2(d1 / d2) if d1 * d2 > 0.0 and abs(d1) > abs(d2) else math.nan
+        if MIN_ORDER <= order <= MAX_ORDER:
+            correction = d2 / (2.0 ** order - 1.0)
+            limit, uncertainty, how = last[2]["forward_m"] + correction, abs(correction), "Richardson"
+        else:
+            why = ("the last change turned round" if d1 * d2 <= 0.0 else "the changes do not shrink"
+                   if abs(d2) >= abs(d1) else "the changes shrink too slowly to extrapolate" if order < MIN_ORDER
+                   else "the changes collapse faster than a first-order method's: no asymptotic order to use")
+            limit, uncertainty, how = last[2]["forward_m"], abs(d2), f"finest h ({why})"
         for row in mine:
             row["from_limit_pct"] = 100.0 * (row["forward_m"] / limit - 1.0)
-        summary.append({"budget": budget, "order": order, "limit_m": limit})
+        summary.append({"budget": budget, "order": order, "limit_m": limit, "uncertainty_m": uncertainty, "how": how})
     return summary
 
 
@@ -187,10 +206,12 @@ def write_files(out, stem, rows, summary, args):
     write_dict_csv(out / f"{stem}.csv", [{key: row.get(key, "") for key in keys} for row in ordered])
     lines = [f"# The snake's gait against the time step ({args.resolution} mesh, {args.seconds:g} s, offset 0)", "",
              f"`python experiments/time_step_convergence.py --resolution {args.resolution} --seconds {args.seconds:g} "
-             f"--substeps {args.substeps} --budgets {args.budgets}`; device {wp.get_device()} "
+             f"--substeps {','.join(str(n) for n in sorted({row['substeps'] for row in rows}))} "
+             f"--budgets {','.join(sorted({row['budget'] for row in rows}))}` (cases of several runs kept together: the "
+             f"wall times are each run's, beside other jobs); device {wp.get_device()} "
              f"({platform.processor() or platform.machine()}), warp {wp.__version__}. Frames of 1/120 s in "
              "`substeps` substeps of h; forward and lateral travel of the centre of mass; change: from the next coarser "
-             "h; from limit: from the Richardson estimate at h -> 0 of the budget's three finest h.", "",
+             "h; from limit: from the budget's travel at h -> 0 in the last table.", "",
              "| budget | substeps | h [s] | balanced | forward [mm] | change [mm] | from limit [%] | lateral [mm] | "
              "heading change [rad] | unconverged substeps [%] | wall [s] |",
              "|---|---:|---|---|---:|---:|---:|---:|---:|---:|---:|"]
@@ -201,9 +222,30 @@ def write_files(out, stem, rows, summary, args):
                      f"{1e3 * row['forward_m']:.1f} | {change} | {limit} | {1e3 * row['lateral_m']:.1f} | "
                      f"{row['heading_change_rad']:+.4f} | {row['unconverged_pct']:.1f} | {row['wall_s']:.0f} |")
     if summary:
-        lines += ["", "| budget | observed order p | travel at h -> 0 [mm] |", "|---|---:|---:|"]
-        lines += [f"| {s['budget']} | {s['order']:.2f} | {1e3 * s['limit_m']:.1f} |" for s in summary]
+        lines += ["", "| budget | observed order p (three finest h) | travel at h -> 0 [mm] | uncertainty [mm] | from |",
+                  "|---|---:|---:|---:|---|"]
+        lines += [f"| {s['budget']} | {s['order']:.2f} | {1e3 * s['limit_m']:.1f} | {1e3 * s['uncertainty_m']:.1f} | "
+                  f"{s['how']} |" for s in summary]
     (out / f"{stem}.md").write_text("\n".join(lines) + "\n")
+
+
+def earlier_rows(path, rerun):
+    """The snake rows of an earlier run in ``path`` (its CSV) other than the (budget, substeps) cases in ``rerun``:
+    a run adds its cases to the file's instead of dropping them (the Markdown table says nothing of which run
+    measured which row; the wall times are each run's own)."""
+    if not path.exists():
+        return []
+    import csv
+
+    rows = []
+    with path.open() as file:
+        for row in csv.DictReader(file):
+            if (row["budget"], int(row["substeps"])) in rerun:
+                continue
+            rows.append({"budget": row["budget"], "substeps": int(row["substeps"]), "h_s": float(row["h_s"]),
+                         "balanced": row["balanced"], **{key: float(row[key]) for key in (
+                             "forward_m", "lateral_m", "heading_change_rad", "unconverged_pct", "wall_s")}})
+    return rows
 
 
 def parse_budgets(text):
@@ -223,6 +265,8 @@ def main(argv=None):
                              "(default 1,2,4,8; the vine 1,2,4,8,16,32)")
     parser.add_argument("--budgets", default="8x40,16x160", help="NEWTONxLINEAR,...")
     parser.add_argument("--jobs", type=int, default=None, help="cases run at once (default: the usable cores)")
+    parser.add_argument("--report-only", action="store_true",
+                        help="run nothing: rewrite the snake's Markdown table from its CSV")
     args = parser.parse_args(argv)
     if args.substeps is None:
         args.substeps = "1,2,4,8" if args.robot == "snake" else "1,2,4,8,16,32"
@@ -244,18 +288,24 @@ def main(argv=None):
     if args.robot == "vine":
         return vine_main(out, substeps, jobs, args)
     stem = f"time_step_convergence_{args.resolution}_{args.seconds:g}s"
+    if args.report_only:
+        every = earlier_rows(out / f"{stem}.csv", set())
+        if not every:
+            parser.error(f"--report-only: no rows in {out / f'{stem}.csv'}")
+        return write_files(out, stem, every, add_extrapolation(every), args)
     print(f"device: {wp.get_device()} ({platform.processor() or platform.machine()}), warp {wp.__version__}; "
           f"{len(substeps) * len(budgets)} cases in {jobs} process(es)", file=sys.stderr)
     # The costliest first, so that the processes end together.
     cases = sorted(((s, n, lin) for s in substeps for n, lin in budgets), key=lambda c: -c[0] * c[1] * c[2])
+    mine = {(f"{n}x{lin}", s) for s, n, lin in cases}
     rows = []
     with concurrent.futures.ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
         futures = [pool.submit(run_case, args.resolution, args.seconds, *case) for case in cases]
         for future in concurrent.futures.as_completed(futures):
             row = future.result()
             rows.append(row)
-            summary = add_extrapolation(rows)
-            write_files(out, stem, rows, summary, args)
+            every = earlier_rows(out / f"{stem}.csv", mine) + rows  # read again: another run may have added some
+            write_files(out, stem, every, add_extrapolation(every), args)
             print(f"{row['budget']:>7} x {row['substeps']} substeps: forward {1e3 * row['forward_m']:.1f} mm, lateral "
                   f"{1e3 * row['lateral_m']:.1f} mm, unconverged {row['unconverged_pct']:.1f} %, wall "
                   f"{row['wall_s']:.0f} s", flush=True)

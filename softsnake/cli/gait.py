@@ -44,6 +44,7 @@ from softsnake.robots.snake.gait import GaitParams
 from softsnake.robots.snake.plots import plot_trajectories
 from softsnake.robots.snake.simulation import SNAKE_BUDGET, SnakeSimulation, estimate_run
 from softsnake.robots.snake.trajectories import CSV_NAME, write_trajectories_csv
+from softsnake.solver_settings import SolverSettings
 from softsnake.units import pa_to_psi, psi_to_pa
 
 from . import gait_resume
@@ -103,6 +104,9 @@ def add_arguments(parser):
                              "follows the middle pictured snake (default: on)")
     add_budget_option(parser, "per substep", "the snake's 8x40, whose travels lie about 1 %% from converged ones; "
                                              "16x160 is the converged reference, several times slower")
+    parser.add_argument("--substeps", type=int, default=None, metavar="S",
+                        help="implicit-Euler substeps per 1/120 s frame (default: seed 001's 2); the travel depends "
+                             "on them too: experiments/results/snake.md, \"The gait against the time step\"")
     parser.add_argument("--resume", action="store_true",
                         help="go on with the interrupted run in --out DIR (its gait.resume.npz) and write the whole "
                              "run's files; give the interrupted run's options")
@@ -181,13 +185,14 @@ def pictured_snakes(args):
 
 
 def _check_size(args, budget):
-    """UsageError unless the run fits this machine's memory and a week of wall time at ``budget`` (``common.parse_budget``)."""
+    """UsageError unless the run fits this machine's memory and a week of wall time at ``budget`` (``parse_budget``
+    with ``substeps``)."""
     frames, record_bytes, wall = estimate_run(args.snakes, args.seconds, resolution=args.resolution,
                                               device=args.device)
     if wall is not None:
         # The estimate is the snake's budget's; a larger one costs up to its iterations' ratio (less where worlds stop).
-        wall *= (budget["newton_iterations"] * budget["linear_iterations"]
-                 / (SNAKE_BUDGET["newton_iterations"] * SNAKE_BUDGET["linear_iterations"]))
+        wall *= (budget["newton_iterations"] * budget["linear_iterations"] * budget["substeps"]
+                 / (SNAKE_BUDGET["newton_iterations"] * SNAKE_BUDGET["linear_iterations"] * SolverSettings().substeps))
         wall /= cores_used(args, args.snakes)
     try:
         config = load_snake_config(resolution=args.resolution)
@@ -238,6 +243,9 @@ def run(args):
     check_at_least("--pictured-snakes", args.pictured_snakes, 0)
     check_workers(args)
     budget = parse_budget(args.budget, SNAKE_BUDGET)
+    if args.substeps is not None:
+        check_at_least("--substeps", args.substeps, 1)
+    budget["substeps"] = SolverSettings().substeps if args.substeps is None else args.substeps
     gait = gait_from_args(args)
     config = snake_config(args)
     check_device(args.device, getattr(args, "verbose", False))
@@ -290,7 +298,9 @@ def _simulate(args, simulation, gait, out, wall_estimate, settings, resume):
         estimate = f", {simulation.workers} worker processes{estimate}"
     going_on = ("" if start_point is None else
                 f", going on after frame {start_point.frame} (t = {start_point.frame * simulation.dt:.3f} s)")
-    print(f"{title}: {simulation.frame_count} frames of {simulation.dt:.6g} s{going_on}{estimate}", flush=True)
+    substeps = settings["substeps"]
+    print(f"{title}: {simulation.frame_count} frames of {simulation.dt:.6g} s in {substeps} "
+          f"substep{'s' * (substeps != 1)}{going_on}{estimate}", flush=True)
     start = timer.perf_counter()
     try:
         trajectories = simulation.run(usd_path=usd_path, usd_snakes=pictured_snakes(args), progress=True,

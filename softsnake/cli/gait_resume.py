@@ -41,6 +41,7 @@ def run_settings(args, gait, budget, config):
         "resolution": args.resolution,
         "device": "cuda" if str(args.device).startswith("cuda") else str(args.device),
         "budget": f"{budget['newton_iterations']}x{budget['linear_iterations']}",
+        "substeps": budget["substeps"],
         "latency": bool(args.latency),
         "supply-psi": args.supply_psi,
         "frequency": gait.frequency.tolist(),

@@ -101,6 +101,7 @@ CASES = [
     (["gait", "--budget", "16"], "--budget"),
     (["gait", "--budget", "0x40"], "--budget 0x40"),
     (["gait", "--budget", "8x-1"], "--budget 8x-1"),
+    (["gait", "--substeps", "0"], "--substeps must be at least 1"),
     (["gait", "--seconds", "1000", "--budget", "64x400"], "would take"),
     (["curvature", "--min-psi", "90", "--max-psi", "100"], "psi"),
     (["curvature", "--min-psi", "-100", "--max-psi", "0"], "psi"),

@@ -71,12 +71,14 @@ def test_other_options_are_refused_in_one_line(folders, capsys):
     _, resumed, _, _, _ = folders
     assert main(["gait", "--snakes", "2", "--seconds", "0.3", "--out", str(resumed), "--resume"]) == 2
     assert main(RUN + ["--offset", "0.1", "--out", str(resumed), "--resume"]) == 2
+    assert main(RUN + ["--substeps", "3", "--out", str(resumed), "--resume"]) == 2
     assert main(RUN + ["--out", str(resumed / "nothing"), "--resume"]) == 2
     errors = capsys.readouterr().err.splitlines()
     assert errors[0].startswith("softsnake gait: error: --resume: the run in ") and " had seconds 0.2, this command 0.3; " in errors[0]
     assert " had offset [-0.3, 0.3], this command [0.1, 0.1]" in errors[1]
-    assert "gait.resume.npz does not exist" in errors[2]
-    assert len(errors) == 3
+    assert " had substeps 2, this command 3" in errors[2]
+    assert "gait.resume.npz does not exist" in errors[3]
+    assert len(errors) == 4
 
 
 def same_files(straight, resumed):

@@ -34,5 +34,5 @@ def test_workers_write_the_same_trajectories(tmp_path, capsys):
         csv[workers] = (out / "trajectories.csv").read_bytes()
     start = capsys.readouterr().out.splitlines()
     assert csv["2"] == csv["1"] and csv["0"] == csv["1"]
-    assert any("frames of 0.00833333 s, 2 worker processes, about" in line for line in start), start
+    assert any("frames of 0.00833333 s in 2 substeps, 2 worker processes, about" in line for line in start), start
 

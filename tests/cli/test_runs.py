@@ -16,7 +16,7 @@ from softsnake.robots.snake.trajectories import read_trajectories_csv, trajector
 
 # What `softsnake gait` prints on standard output, line by line (softsnake.cli.gait).
 GAIT_LINES = [
-    r"\d+ snake\(s\), (coarse|paper) mesh, [\d.e+-]+ s, latency (on|off): \d+ frames of [\d.]+ s, about .+ on this CPU",
+    r"\d+ snake\(s\), (coarse|paper) mesh, [\d.e+-]+ s, latency (on|off): \d+ frames of [\d.]+ s in \d+ substeps?, about .+ on this CPU",
     r"simulated \d+ frames in [\d.]+ s wall time \([\d.]+ ms per frame\)",
     r"centre-of-mass travel of each snake \(body length [\d.]+ m\), heading change averaged over the last [\d.]+ s:",
     r"  snake +forward \[m\] +lateral \[m\] +distance \[m\] +body lengths +heading change \[deg\]",
@@ -68,13 +68,20 @@ def test_stdout_of_a_cpu_run_holds_only_softsnake_lines(tmp_path):
 
 
 def test_budget_reaches_the_solver(tmp_path):
-    """``--budget NxL`` runs the snakes at that budget: the Newton line names it (3 iterations, which the gait
-    never converges in)."""
-    process = softsnake("gait", "--snakes", "1", "--seconds", "0.02", "--budget", "3x7", "--no-usd", "--no-video",
-                        "--out", "out", cwd=tmp_path)
-    out, err = process.communicate(timeout=300)
-    assert process.returncode == 0, err
-    assert "Newton, budget 3 iterations (3.0 per substep): no substep converged" in out, out
+    """``--budget NxL`` and ``--substeps S`` run the snakes at that budget and substep: the Newton line names the
+    budget (3 iterations, which the gait never converges in), the first line the substeps, and the trajectory is
+    not the default substeps' one."""
+    outputs = {}
+    for substeps in ("3", None):
+        process = softsnake("gait", "--snakes", "1", "--seconds", "0.025", "--budget", "3x7",
+                            *(("--substeps", substeps) if substeps else ()), "--no-usd", "--no-video",
+                            "--out", f"out{substeps}", cwd=tmp_path)
+        out, err = process.communicate(timeout=300)
+        assert process.returncode == 0, err
+        assert f"3 frames of 0.00833333 s in {substeps or 2} substeps, about" in out, out
+        assert "Newton, budget 3 iterations (3.0 per substep): no substep converged" in out, out
+        outputs[substeps] = read_trajectories_csv(tmp_path / f"out{substeps}" / "trajectories.csv")[1]
+    assert not np.array_equal(outputs["3"], outputs[None])
 
 
 def test_verbose_brings_warps_messages_back(tmp_path):
