@@ -160,6 +160,42 @@ def test_stopping_distance(device, warm_start, mu):
     assert abs(xs[-1, 0] / (v0 * v0 / (2 * mu * G)) - 1) < 0.05
 
 
+def test_stopping_distance_converges_at_first_order(device, warm_start):
+    """The stopping distance of a particle sliding from 2 m/s (mu 0.3) converges to v0^2 / (2 mu g) at first order
+    in the step: errors at h = 1/60, 1/120, 1/240 s of -8.3, -4.1, -2.1 mm (about -v0 h / 4), each halving of h
+    halving it (ratios 1.8-2.2 accepted), and never more than implicit Euler's v0 h / 2. Below about 1/500 s the
+    convergence ends: the friction's change of position in a step (mu g h^2, 0.8 um at 1/1920 s) nears the float32
+    spacing of positions half a metre out (6e-8 m), and the error turns round (+0.3 mm at 1/960 s, +1.9 mm at
+    1/1920 s; experiments/results/convergence.md, "The time step")."""
+    v0, mu = 2.0, 0.3
+    exact = v0 * v0 / (2 * mu * G)
+    errors = []
+    for h in (1.0 / 60.0, 1.0 / 120.0, 1.0 / 240.0):
+        b = softsnake.ModelBuilder()
+        b.add_ground(mu=mu)
+        b.add_particle((0.0, 0.0, 0.05), velocity=(v0, 0.0, 0.0), mass=1.0, radius=0.05)
+        state, _ = run(b.finalize(device), 1.2 * v0 / (mu * G), dt=h, warm_start=warm_start)
+        errors.append(float(state.particle_q.numpy()[0, 0]) - exact)
+        assert abs(errors[-1]) <= v0 * h / 2, (h, errors[-1])
+    for coarse, fine in zip(errors, errors[1:]):
+        assert 1.8 < coarse / fine < 2.2, errors
+
+
+@pytest.mark.xfail(strict=True, reason="positions are float32 in the world's frame: 4 m out, a step's friction "
+                                       "change (mu g h^2, 3 um at 1/960 s) is a few float32 spacings (0.5 um)")
+def test_stopping_distance_far_from_the_frame_origin_at_small_steps(device):
+    """The limit of the previous test, where a world's frame does not help: the same particle starting 4 m from its
+    world's origin, at h = 1/960 s, should stop within 1 % of v0^2 / (2 mu g) as it does at the origin (+0.3 mm);
+    it stops 111 mm (16 %) short (at 1/1920 s 807 mm long; 30 m out, +904 mm at 1/960 s and -31 mm even at 1/240 s,
+    against -2.1 at the origin: experiments/results/convergence.md, "The time step")."""
+    v0, mu, h = 2.0, 0.3, 1.0 / 960.0
+    b = softsnake.ModelBuilder()
+    b.add_ground(mu=mu)
+    b.add_particle((4.0, 0.0, 0.05), velocity=(v0, 0.0, 0.0), mass=1.0, radius=0.05)
+    state, _ = run(b.finalize(device), 1.2 * v0 / (mu * G), dt=h)
+    assert abs((float(state.particle_q.numpy()[0, 0]) - 4.0) / (v0 * v0 / (2 * mu * G)) - 1.0) < 0.01
+
+
 def test_soft_block_stopping_distance(device, warm_start):
     """A soft tet block (10 cm, 2x2x2 cells, Y = 1e5 Pa) sliding at 1 m/s on ground with mu = 0.5 stops
     after v0^2 / (2 mu g) = 0.102 m (its centre of mass), within 5 %, and stays there."""
