@@ -163,7 +163,7 @@ def test_stopping_distance(device, warm_start, mu):
 def test_stopping_distance_converges_at_first_order(device, warm_start):
     """The stopping distance of a particle sliding from 2 m/s (mu 0.3) converges to v0^2 / (2 mu g) at first order
     in the step: errors at h = 1/60, 1/120, 1/240 s of -8.3, -4.1, -2.1 mm (about -v0 h / 4), each halving of h
-    halving it (ratios 1.8-2.2 accepted), and never more than implicit Euler's v0 h / 2. Below about 1/500 s the
+    halving it (ratios 1.8-2.2 accepted), and never more than implicit Euler's v0 h / 2. From about 1/480 s on the
     convergence ends: the friction's change of position in a step (mu g h^2, 0.8 um at 1/1920 s) nears the float32
     spacing of positions half a metre out (6e-8 m), and the error turns round (+0.3 mm at 1/960 s, +1.9 mm at
     1/1920 s; experiments/results/convergence.md, "The time step")."""
