@@ -29,12 +29,16 @@ def _video_3_tip_errors(wander_limit):
 
 
 def test_a_wandering_balanced_rollout_no_longer_runs_away():
+    """With the limit the video's vine stays near the video on every device. Without it the CPU's rollout runs away;
+    on an H200 (twenty-eighth session) it did not (tip error 0.040 m on average, 0.117 m at most, no substep gone
+    back): which substep wanders is its device's round-off path, so the runaway is checked where it happens."""
     mean, largest, returns = _video_3_tip_errors(SolverSettings().wander_limit)
     assert mean < 0.06 and largest < 0.2, (mean, largest)  # the video's vine, within about a tube diameter
     assert 0 < returns < 20, returns  # a few of its 438 substeps went back (NewtonCounts.wander_returns)
     mean_off, largest_off, returns_off = _video_3_tip_errors(0.0)
-    assert mean_off > 0.3 and largest_off > 1.0, (mean_off, largest_off)  # the runaway the limit removes
     assert returns_off == 0
+    if wp.get_device().is_cpu:
+        assert mean_off > 0.3 and largest_off > 1.0, (mean_off, largest_off)  # the runaway the limit removes
 
 
 def test_the_summary_names_the_substeps_that_went_back():
