@@ -42,7 +42,8 @@ import time
 
 import warp as wp
 
-from softsnake.cli.common import experiment_parser, make_output_folder, positive_int_list
+from softsnake.cli.common import experiment_parser, make_output_folder, parse_budget, positive_int_list
+from softsnake.errors import UsageError
 from softsnake.machine import usable_cores
 from softsnake.output_files import write_dict_csv
 
@@ -61,10 +62,6 @@ MAX_ORDER = 2.0
 """The largest: implicit Euler is first order, so a larger observed order means the changes collapsed (the finer runs
 meet within their own scatter) rather than an asymptotic rate to extrapolate with."""
 
-FRAME_DT = 1.0 / 120.0
-"""The gait's frame [s] (``SnakeSimulation``'s dt), split into the substeps."""
-
-
 def run_case(resolution, seconds, substeps, newton, linear):
     """One snake's gait at ``substeps`` per frame and the budget: a dict of the results (in a worker process)."""
     from softsnake.console import quiet_warp
@@ -78,7 +75,7 @@ def run_case(resolution, seconds, substeps, newton, linear):
     wall = time.perf_counter() - start
     counts = sim.solver.newton_counts()
     forward, lateral = trajectories.travel()[0]
-    return {"budget": f"{newton}x{linear}", "substeps": substeps, "h_s": FRAME_DT / substeps,
+    return {"budget": f"{newton}x{linear}", "substeps": substeps, "h_s": sim.dt / substeps,
             "balanced": str(counts.balanced), "forward_m": float(forward), "lateral_m": float(lateral),
             "heading_change_rad": float(trajectories.heading_change(1.0)[0]),
             "unconverged_pct": float(100.0 * counts.unconverged_ends.sum() / max(counts.substeps.sum(), 1)),
@@ -248,11 +245,11 @@ def earlier_rows(path, rerun):
     return rows
 
 
-def parse_budgets(text):
-    budgets = [tuple(int(n) for n in item.split("x")) for item in text.split(",")]
-    if any(len(budget) != 2 or min(budget) < 1 for budget in budgets):
-        raise ValueError(text)
-    return budgets
+def in_processes(jobs, function, cases):
+    """``function(*case)`` of every case in ``jobs`` spawned processes at once, each result as it finishes."""
+    with concurrent.futures.ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
+        for future in concurrent.futures.as_completed([pool.submit(function, *case) for case in cases]):
+            yield future.result()
 
 
 def main(argv=None):
@@ -275,58 +272,53 @@ def main(argv=None):
     except argparse.ArgumentTypeError:
         parser.error(f"--substeps: expected positive integers, e.g. 1,2,4,8, got {args.substeps!r}")
     try:
-        budgets = parse_budgets(args.budgets)
-    except ValueError:
-        parser.error(f"--budgets: expected NEWTONxLINEAR,... with counts of at least 1 (e.g. 8x40,16x160), got "
-                     f"{args.budgets!r}")
+        budgets = [parse_budget(item, None) for item in args.budgets.split(",")]
+    except UsageError as exc:
+        parser.error(f"--budgets {args.budgets}: {exc}")
     if not args.seconds > 0.0:
         parser.error("--seconds must be positive")
     jobs = args.jobs if args.jobs is not None else usable_cores()
     if jobs < 1:
         parser.error("--jobs must be at least 1")
     out = make_output_folder(args.out)
-    if args.robot == "vine":
-        return vine_main(out, substeps, jobs, args)
     stem = f"time_step_convergence_{args.resolution}_{args.seconds:g}s"
-    if args.report_only:
+    if args.robot == "snake" and args.report_only:
         every = earlier_rows(out / f"{stem}.csv", set())
         if not every:
             parser.error(f"--report-only: no rows in {out / f'{stem}.csv'}")
         return write_files(out, stem, every, add_extrapolation(every), args)
-    print(f"device: {wp.get_device()} ({platform.processor() or platform.machine()}), warp {wp.__version__}; "
-          f"{len(substeps) * len(budgets)} cases in {jobs} process(es)", file=sys.stderr)
     # The costliest first, so that the processes end together.
-    cases = sorted(((s, n, lin) for s in substeps for n, lin in budgets), key=lambda c: -c[0] * c[1] * c[2])
-    mine = {(f"{n}x{lin}", s) for s, n, lin in cases}
-    rows = []
-    with concurrent.futures.ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
-        futures = [pool.submit(run_case, args.resolution, args.seconds, *case) for case in cases]
-        for future in concurrent.futures.as_completed(futures):
-            row = future.result()
-            rows.append(row)
-            every = earlier_rows(out / f"{stem}.csv", mine) + rows  # read again: another run may have added some
-            write_files(out, stem, every, add_extrapolation(every), args)
-            print(f"{row['budget']:>7} x {row['substeps']} substeps: forward {1e3 * row['forward_m']:.1f} mm, lateral "
-                  f"{1e3 * row['lateral_m']:.1f} mm, unconverged {row['unconverged_pct']:.1f} %, wall "
-                  f"{row['wall_s']:.0f} s", flush=True)
-
-
-def vine_main(out, substeps, jobs, args):
+    if args.robot == "vine":
+        cases = sorted(((number, s) for number in (1, 2) for s in substeps), key=lambda c: -c[1])
+    else:
+        cases = sorted(((args.resolution, args.seconds, s, b["newton_iterations"], b["linear_iterations"])
+                        for s in substeps for b in budgets), key=lambda c: -c[2] * c[3] * c[4])
     print(f"device: {wp.get_device()} ({platform.processor() or platform.machine()}), warp {wp.__version__}; "
-          f"{2 * len(substeps)} vine cases in {jobs} process(es)", file=sys.stderr)
-    cases = sorted(((number, s) for number in (1, 2) for s in substeps), key=lambda c: -c[1])
+          f"{len(cases)} {args.robot} cases in {jobs} process(es)", file=sys.stderr)
+    if args.robot == "vine":
+        return vine_main(out, cases, jobs, args)
+    mine = {(f"{n}x{lin}", s) for _, _, s, n, lin in cases}
+    rows = []
+    for row in in_processes(jobs, run_case, cases):
+        rows.append(row)
+        every = earlier_rows(out / f"{stem}.csv", mine) + rows  # read again: another run may have added some
+        write_files(out, stem, every, add_extrapolation(every), args)
+        print(f"{row['budget']:>7} x {row['substeps']} substeps: forward {1e3 * row['forward_m']:.1f} mm, lateral "
+              f"{1e3 * row['lateral_m']:.1f} mm, unconverged {row['unconverged_pct']:.1f} %, wall "
+              f"{row['wall_s']:.0f} s", flush=True)
+
+
+def vine_main(out, cases, jobs, args):
     results = []
-    with concurrent.futures.ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
-        futures = [pool.submit(run_vine_case, *case) for case in cases]
-        for future in concurrent.futures.as_completed(futures):
-            results.append(future.result())
-            add_vine_distances(results)
-            write_vine_files(out, [row for _, row in results], args)
-            row = results[-1][1]
-            print(f"{row['scene']} x {row['substeps']} substeps: against the reference median "
-                  f"{row['reference_median_diameters']:.3f}, max {row['reference_max_diameters']:.2f} tube diameters; "
-                  f"perturbed by {VINE_NOISE:g} m: {row['perturbed_max_diameters']:.4f}; wall {row['wall_s']:.1f} s",
-                  flush=True)
+    for result in in_processes(jobs, run_vine_case, cases):
+        results.append(result)
+        add_vine_distances(results)
+        write_vine_files(out, [row for _, row in results], args)
+        row = result[1]
+        print(f"{row['scene']} x {row['substeps']} substeps: against the reference median "
+              f"{row['reference_median_diameters']:.3f}, max {row['reference_max_diameters']:.2f} tube diameters; "
+              f"perturbed by {VINE_NOISE:g} m: {row['perturbed_max_diameters']:.4f}; wall {row['wall_s']:.1f} s",
+              flush=True)
 
 
 if __name__ == "__main__":
