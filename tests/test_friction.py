@@ -147,14 +147,20 @@ def test_sliding_starts_at_the_friction_angle(device, warm_start, mu):
     assert abs(math.degrees(onset - math.atan(mu))) < 1.0, f"slid at {math.degrees(onset):.2f} deg"
 
 
+def sliding_particle(device, mu, v0, x0=0.0):
+    """A 1 kg particle (radius 5 cm) resting on ground with friction ``mu`` at x = ``x0`` [m] of its world, sliding
+    along +x at ``v0`` [m/s]."""
+    b = softsnake.ModelBuilder()
+    b.add_ground(mu=mu)
+    b.add_particle((x0, 0.0, 0.05), velocity=(v0, 0.0, 0.0), mass=1.0, radius=0.05)
+    return b.finalize(device)
+
+
 @pytest.mark.parametrize("mu", [0.3, 0.8])
 def test_stopping_distance(device, warm_start, mu):
     """A particle sliding on flat ground from v0 stops after v0^2 / (2 mu g), within 5 %."""
     v0 = 2.0
-    b = softsnake.ModelBuilder()
-    b.add_ground(mu=mu)
-    b.add_particle((0.0, 0.0, 0.05), velocity=(v0, 0.0, 0.0), mass=1.0, radius=0.05)
-    model = b.finalize(device)
+    model = sliding_particle(device, mu, v0)
     state, xs = run(model, 1.5 * v0 / (mu * G), record=particle_position, warm_start=warm_start)
     assert np.linalg.norm(state.particle_qd.numpy()[0]) < 1e-3
     assert abs(xs[-1, 0] / (v0 * v0 / (2 * mu * G)) - 1) < 0.05
@@ -171,10 +177,7 @@ def test_stopping_distance_converges_at_first_order(device, warm_start):
     exact = v0 * v0 / (2 * mu * G)
     errors = []
     for h in (1.0 / 60.0, 1.0 / 120.0, 1.0 / 240.0):
-        b = softsnake.ModelBuilder()
-        b.add_ground(mu=mu)
-        b.add_particle((0.0, 0.0, 0.05), velocity=(v0, 0.0, 0.0), mass=1.0, radius=0.05)
-        state, _ = run(b.finalize(device), 1.2 * v0 / (mu * G), dt=h, warm_start=warm_start)
+        state, _ = run(sliding_particle(device, mu, v0), 1.2 * v0 / (mu * G), dt=h, warm_start=warm_start)
         errors.append(float(state.particle_q.numpy()[0, 0]) - exact)
         assert abs(errors[-1]) <= v0 * h / 2, (h, errors[-1])
     for coarse, fine in zip(errors, errors[1:]):
@@ -189,10 +192,7 @@ def test_stopping_distance_far_from_the_frame_origin_at_small_steps(device):
     it stops 111 mm (16 %) short (at 1/1920 s 807 mm long; 30 m out, +904 mm at 1/960 s and -31 mm even at 1/240 s,
     against -2.1 at the origin: experiments/results/convergence.md, "The time step")."""
     v0, mu, h = 2.0, 0.3, 1.0 / 960.0
-    b = softsnake.ModelBuilder()
-    b.add_ground(mu=mu)
-    b.add_particle((4.0, 0.0, 0.05), velocity=(v0, 0.0, 0.0), mass=1.0, radius=0.05)
-    state, _ = run(b.finalize(device), 1.2 * v0 / (mu * G), dt=h)
+    state, _ = run(sliding_particle(device, mu, v0, x0=4.0), 1.2 * v0 / (mu * G), dt=h)
     assert abs((float(state.particle_q.numpy()[0, 0]) - 4.0) / (v0 * v0 / (2 * mu * G)) - 1.0) < 0.01
 
 

@@ -243,9 +243,8 @@ def run(args):
     check_at_least("--pictured-snakes", args.pictured_snakes, 0)
     check_workers(args)
     budget = parse_budget(args.budget, SNAKE_BUDGET)
-    if args.substeps is not None:
-        check_at_least("--substeps", args.substeps, 1)
     budget["substeps"] = SolverSettings().substeps if args.substeps is None else args.substeps
+    check_at_least("--substeps", budget["substeps"], 1)
     gait = gait_from_args(args)
     config = snake_config(args)
     check_device(args.device, getattr(args, "verbose", False))
