@@ -26,17 +26,43 @@ import functools
 
 import warp as wp
 
-from .kernels import integration, momentum, multipliers, rows
+from .kernels import integration, momentum, multipliers, rows, world_frame
 from .linear_solve import inverse_mass_transpose_command, world_dot_commands
 
 FLAG_THREADS = 256
 """Threads of the one block that flags whether some world still iterates (``multipliers.flag_iterating_worlds``)."""
 
 
-def predict_commands(solver, state, h):
-    """x~ = x + h v + h^2 M^-1 f, the substep's start x_n kept; then contact detection."""
+def enter_frame_commands(solver, state):
+    """Each world into its substep's frame (``kernels.world_frame``): its shift chosen, its positions moved."""
     m, s = solver.model, solver
-    commands = []
+    return [s.record(world_frame.world_bounds, s.entity_count, [
+                m.particle_count, m.particle_world, m.body_world, state.particle_q, state.body_q],
+                outputs=[s.world_lower, s.world_upper]),
+            s.record(world_frame.choose_world_frames, m.world_count, [],
+                     outputs=[s.world_lower, s.world_upper, s.frame_shift]),
+            s.record(world_frame.enter_world_frames, s.entity_count, [
+                m.particle_count, m.particle_world, m.body_world, s.frame_shift],
+                outputs=[state.particle_q, state.body_q, s.particle_q_stored, s.body_q_stored])]
+
+
+def leave_frame_commands(solver, state):
+    """Each world's stored positions moved by its substep's displacement, the substep's points kept between
+    substeps (x_n, x~, the constraint types' own) back in the model's frame, and the shifts back to zero."""
+    m, s = solver.model, solver
+    return [s.record(world_frame.leave_world_frames, s.entity_count, [
+                m.particle_count, m.particle_world, m.body_world, s.frame_shift, s.particle_q_stored, s.body_q_stored],
+                outputs=[state.particle_q, state.body_q, s.particle_q_prev, s.particle_q_pred, s.body_q_prev,
+                         s.body_q_pred]),
+            *(command for ctype in s.constraint_types for command in ctype.leave_frame_commands(s)),
+            s.frame_shift.zero_]
+
+
+def predict_commands(solver, state, h):
+    """Each world into its substep's frame; x~ = x + h v + h^2 M^-1 f, the substep's start x_n kept; then contact
+    detection."""
+    m, s = solver.model, solver
+    commands = enter_frame_commands(s, state)
     if m.particle_count:
         commands.append(s.record(integration.predict_particles, m.particle_count, [
             state.particle_q, state.particle_qd, state.particle_f, m.particle_inv_mass, m.gravity, m.planar_axis, h,
@@ -220,7 +246,8 @@ def finish_commands(solver, state, h):
     (``ConstraintType.velocity_correction_commands``: what a contact moved a point out of a penetration
     the substep began with, taken back): a particle's whole, a body's scaled to its share
     (``ConstraintType.body_velocity_limit_commands``) and to at most the step that removes the most of its
-    kinetic energy along u (``integration.add_body_velocities``), so that the correction never adds any."""
+    kinetic energy along u (``integration.add_body_velocities``), so that the correction never adds any; last,
+    each world leaves its substep's frame (``leave_frame_commands``)."""
     m, s = solver.model, solver
     commands = []
     if m.particle_count:
@@ -242,7 +269,7 @@ def finish_commands(solver, state, h):
                          s.record(integration.add_body_velocities, m.body_count, [
                              s.u_lambda, s.body_correction_scale, state.body_q, m.body_inv_mass, m.body_inertia,
                              m.particle_count], outputs=[state.body_qd])]
-    return commands
+    return commands + leave_frame_commands(s, state)
 
 
 def start_line_search_commands(solver):

@@ -4,7 +4,9 @@ One ``step(state_in, state_out, control, dt)`` advances every world by dt [s] in
 substeps. Each substep predicts positions, detects contacts, starts from the multipliers of the
 last substep (warm start: the contact rows', carried in ``State.multipliers``), runs Newton
 iterations until each world converges (``softsnake.newton``), each solving its linear system by Jacobi-preconditioned
-conjugate residual (``softsnake.linear_solve``), and sets the velocities from the positions.
+conjugate residual (``softsnake.linear_solve``), and sets the velocities from the positions; each world's substep
+runs in a frame centred on that world (``softsnake.kernels.world_frame``), so that where a world sits does not
+round its physics.
 Nothing inside a step reads back to the host, so a whole step is captured as a graph and replayed
 (``SolverSettings.capture_graph``: a CUDA graph on a GPU, Warp's CPU graph on the CPU); the Newton loop ends
 once every world has converged by a conditional branch inside the graph; the blow-up check runs on the
@@ -198,6 +200,12 @@ class Solver:
         self.particle_q_prev, self.particle_q_pred = zeros(m.particle_count, wp.vec3), zeros(m.particle_count, wp.vec3)
         self.body_q_prev, self.body_q_pred = zeros(m.body_count, wp.transform), zeros(m.body_count, wp.transform)
         self.body_inv_inertia_world = zeros(m.body_count, wp.mat33)
+        # Each world's substeps run in a frame of their own (kernels.world_frame): its shift (zero between
+        # substeps) and the stored positions the substep began with.
+        self.frame_shift = zeros(m.world_count, wp.vec3)
+        self.world_lower = wp.full(max(m.world_count, 1), wp.vec3(np.inf), dtype=wp.vec3, device=m.device)
+        self.world_upper = wp.full(max(m.world_count, 1), wp.vec3(-np.inf), dtype=wp.vec3, device=m.device)
+        self.particle_q_stored, self.body_q_stored = zeros(m.particle_count, wp.vec3), zeros(m.body_count, wp.transform)
         # Per body: the share of its velocity correction it keeps (newton.finish_commands; 1 between substeps).
         self.body_correction_scale = wp.ones(m.body_count, dtype=float, device=m.device)
         for name in ("displacement", "offset", "offset_ref", "offset_full", "u", "u_lambda", "momentum_gap"):

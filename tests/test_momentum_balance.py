@@ -115,7 +115,10 @@ def test_setting_is_auto_by_default():
 def test_default_answer_does_not_depend_on_the_start(scene):
     """Warm and cold runs at the engine's default settings end in the same place: the double pendulum
     (0.5 s of 1/60 s, one substep) and bodies of every shape with friction and a hinge (tests/engine_scenes.py's
-    ``scene_bodies``, 0.75 s of 1/120 s). Measured: 1.3e-6 m and 9.3e-6 m apart. Allowed 1e-5 m and 1e-4 m.
+    ``scene_bodies``, 0.75 s of 1/120 s). Measured: 1.3e-6 m and 1.1e-4 m apart (9.3e-6 m before each substep ran in
+    its world's frame). Allowed 1e-5 m and 3e-4 m: the bodies' scene is as sensitive to round-off as that (the frame
+    alone, a change of round-off path, moves one of its bodies by 0.08 mm warm and 0.17 mm cold, and its warm-cold
+    difference from 0.019 to 0.11 mm; the same at 32 x 200).
     The plain iteration at the same budget: the pendulum's 0.67 mm (experiments/start_independence.py: the
     same at every budget to 32 x 200; its momentum lag depends on the path the iterates took), checked to be
     more than 1e-4 m so that the test shows the difference; the bodies' 0.067 mm, 6.5 mm until their carried
@@ -123,7 +126,7 @@ def test_default_answer_does_not_depend_on_the_start(scene):
     whole carried force, not the lag."""
     make, seconds, options, allowed = {
         "pendulum": (lambda: chain_builder(COMPLIANCE, speed=5.0).finalize(), 0.5, {"substeps": 1, "dt": H}, 1e-5),
-        "bodies": (scene_bodies, 0.75, {}, 1e-4)}[scene]
+        "bodies": (scene_bodies, 0.75, {}, 3e-4)}[scene]
 
     def final_positions(**settings):
         state, _ = run(make(), seconds, **options, **settings)

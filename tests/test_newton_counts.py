@@ -81,11 +81,13 @@ def test_counts_match_the_iterations_each_world_took(device, capture_graph):
 @pytest.mark.parametrize("budget", [1, 16])
 def test_an_end_at_the_round_off_floor_is_told_from_an_unconverged_one(budget):
     """Without the stop at the floor (newton_floor 0), at the default budget the pendulums never reach the
-    tolerance (1e-5 of the start's merit lies below float32's round-off), but every substep ends with the merit
-    near the round-off floor: all budget ends, none unconverged, and the summary says every world converged.
-    With one iteration only the substep's end assembly (``SolverSettings.wander_limit``'s) judges the one step:
-    two of the pendulums end all but 2 and 3 of their 60 substeps converged or near the floor after it, the
-    third 51 above it, and the summary names that one; without that assembly (``wander_limit`` 0) no step is judged and every
+    tolerance (1e-5 of the start's merit lies below float32's round-off; one substep of the fastest meets it), but
+    every substep ends with the merit near the round-off floor: budget ends, none unconverged, and the summary says
+    every world converged. With one iteration only the substep's end assembly (``SolverSettings.wander_limit``'s)
+    judges the one step: two of the pendulums end all but 5 and 11 of their 60 substeps converged or near the floor
+    after it, the third 53 above it (2, 3 and 51 before each substep ran in its world's frame, whose floor counts a
+    row's coordinates at their size there plus the row's spread: ``kernels.multipliers.row_round_off``), and the
+    summary names that one; without that assembly (``wander_limit`` 0) no step is judged and every
     substep is an unconverged end."""
     model = pendulum_worlds("cpu")
     solver = softsnake.Solver(model, newton_iterations=budget, newton_floor=0.0)
@@ -95,12 +97,12 @@ def test_an_end_at_the_round_off_floor_is_told_from_an_unconverged_one(budget):
     counts = solver.newton_counts()
     substeps = [STEPS * solver.substeps] * 3
     if budget == 16:
-        assert counts.budget_ends.tolist() == substeps
+        assert min(counts.budget_ends) >= substeps[0] - 1
         assert counts.unconverged_ends.tolist() == [0] * 3
         assert counts.summary("pendulum").endswith("(within 2 times its estimate): every pendulum converged")
     else:
         assert min(counts.budget_ends) > 0.9 * substeps[0]
-        assert counts.unconverged_ends[:2].max() < 0.1 * substeps[0] < 0.8 * substeps[0] < counts.unconverged_ends[2]
+        assert counts.unconverged_ends[:2].max() < 0.25 * substeps[0] < 0.8 * substeps[0] < counts.unconverged_ends[2]
         assert "ended unconverged (most: pendulum 2" in counts.summary("pendulum")
         unjudged = softsnake.Solver(model, newton_iterations=budget, newton_floor=0.0, wander_limit=0.0)
         state = model.state()

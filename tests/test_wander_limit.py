@@ -4,9 +4,12 @@ it visited goes back to that point.
 The case that needs it (experiments/results/convergence.md, "Where Newton stalls, and where it wanders"): seed 003's
 video 3, a 10-link vine of heavy rotations (the wrinkling model's start, 0.005 kg m^2) grown along a wall, rolled out
 with the balanced iteration at the video fits' 200 x 200 and contact regularisation 1e-3. Without the limit one
-substep's iterate wanders from merit 3.5e-8 to 1.7e-4 within the budget and the vine runs away (tip error 0.67 m
+substep's iterate wandered from merit 3.5e-8 to 1.7e-4 within the budget and the vine ran away (tip error 0.67 m
 on average, 1.93 m at most: the vine left the wall at tens of metres per second); with it the tip stays within
-3.4 cm on average of the video (0.10 m at most), as the converged plain iteration does (~3 cm).
+3.4 cm on average of the video (0.10 m at most), as the converged plain iteration does (~3 cm). Which substep
+wanders, and how far the vine then goes, is the round-off path's: since each substep runs in its world's frame
+(``softsnake.kernels.world_frame``) the unlimited rollout on this CPU ends 0.12 m from the video on average,
+0.43 m at most; on an H200 it did not run away at all.
 """
 
 import numpy as np
@@ -29,16 +32,18 @@ def _video_3_tip_errors(wander_limit):
 
 
 def test_a_wandering_balanced_rollout_no_longer_runs_away():
-    """With the limit the video's vine stays near the video on every device. Without it the CPU's rollout runs away;
-    on an H200 (twenty-eighth session) it did not (tip error 0.040 m on average, 0.117 m at most, no substep gone
-    back): which substep wanders is its device's round-off path, so the runaway is checked where it happens."""
+    """With the limit the video's vine stays near the video on every device (measured here 3.4 cm on average,
+    0.10 m at most, 4 substeps gone back). Without it the CPU's rollout ends several times further from the video
+    (0.12 m on average, 0.43 m at most; 0.67 and 1.93 m before each substep ran in its world's frame); on an H200
+    (twenty-eighth session) it did not (0.040 m on average, 0.117 m at most, no substep gone back): which substep
+    wanders is its device's round-off path, so the difference is checked where it happens."""
     mean, largest, returns = _video_3_tip_errors(SolverSettings().wander_limit)
     assert mean < 0.06 and largest < 0.2, (mean, largest)  # the video's vine, within about a tube diameter
     assert 0 < returns < 20, returns  # a few of its 438 substeps went back (NewtonCounts.wander_returns)
     mean_off, largest_off, returns_off = _video_3_tip_errors(0.0)
     assert returns_off == 0
     if wp.get_device().is_cpu:
-        assert mean_off > 0.3 and largest_off > 1.0, (mean_off, largest_off)  # the runaway the limit removes
+        assert mean_off > 2.0 * mean and largest_off > 2.0 * largest, (mean_off, largest_off)  # what the limit removes
 
 
 def test_the_summary_names_the_substeps_that_went_back():

@@ -100,7 +100,8 @@ def eval_angular_spring_rows(
     t = nonnegative(wp.tid())
     # a may be -1 (the static world): tested before it indexes anything (body_frame).
     a = spring_body_a[t]
-    qa = wp.transform_get_rotation(body_frame(body_q, a))
+    # The rotation alone: a world frame's shift moves no rotation (softsnake.kernels.world_frame).
+    qa = wp.transform_get_rotation(body_frame(body_q, a, wp.vec3(0.0)))
     qb = wp.transform_get_rotation(body_q[nonnegative(spring_body_b[t])])
     q_rel = wp.quat_inverse(qa * spring_rest_rotation[t]) * qb
     axis_local = spring_axis_a[t]

@@ -170,6 +170,12 @@ class ConstraintType(ItemKind):
         velocity of a penetration a point started its substep with; most types have none."""
         return []
 
+    def leave_frame_commands(self, solver):
+        """Recorded launches at a substep's end, while ``solver.frame_shift`` still holds each world's shift, that
+        move the positions this type keeps between substeps from the substep's frame back to the model's
+        (``softsnake.kernels.world_frame``): contacts their surface and start points; most types keep none."""
+        return []
+
     def body_velocity_limit_commands(self, solver, state, h):
         """Recorded launches, after ``solver.u_lambda`` holds u = M^-1 J^T of the corrections, that lower
         ``solver.body_correction_scale`` (1 before) to the share of u a body keeps (contacts: no contact point

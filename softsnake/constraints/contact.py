@@ -71,6 +71,7 @@ import warp as wp
 
 from softsnake.kernels.entities import (
     body_generalized_inverse_mass,
+    entity_world,
     nonnegative,
     rotation_vector_between,
     write_body_block,
@@ -78,9 +79,10 @@ from softsnake.kernels.entities import (
     write_particle_block,
 )
 from softsnake.kernels.operator import row_dot
+from softsnake.kernels.world_frame import to_model_frame, unshifted
 
 from .base import ConstraintType, Field
-from .shapes import PointKind, collision_points, obstacle_distance, world_obstacles
+from .shapes import PointKind, collision_points, obstacle_distance, obstacle_in_world_frame, world_obstacles
 
 FRICTION_ROWS = wp.constant(2)
 """Friction rows of a contact (planar models: 1)."""
@@ -157,6 +159,20 @@ def body_point_slip(body_tf: wp.transform, start_tf: wp.transform, p_n: wp.vec3)
     return centre - wp.transform_get_translation(start_tf) + wp.cross(turn, p_n - centre)
 
 
+@wp.kernel(enable_backward=False)  # never on a wp.Tape: a change of frame, not a differentiable step
+def contact_points_to_model_frame(contact_slot_entity: wp.array(dtype=int), particle_count: int,
+                                  particle_world: wp.array(dtype=int), body_world: wp.array(dtype=int),
+                                  frame_shift: wp.array(dtype=wp.vec3), contact_surface: wp.array(dtype=wp.vec3),
+                                  contact_start: wp.array(dtype=wp.vec3)):
+    """The contacts' surface and start points from their substep's frame into the model's
+    (``ConstraintType.leave_frame_commands``)."""
+    s = nonnegative(wp.tid())
+    shift = frame_shift[entity_world(nonnegative(contact_slot_entity[s]), particle_count, particle_world, body_world)]
+    if not unshifted(shift):
+        contact_surface[s] = to_model_frame(contact_surface[s], shift)
+        contact_start[s] = to_model_frame(contact_start[s], shift)
+
+
 @wp.kernel
 def detect_contacts(
     particle_q: wp.array(dtype=wp.vec3),
@@ -174,6 +190,9 @@ def detect_contacts(
     obstacle_kind: wp.array(dtype=int),
     obstacle_transform: wp.array(dtype=wp.transform),
     obstacle_size: wp.array(dtype=wp.vec3),
+    particle_world: wp.array(dtype=int),
+    body_world: wp.array(dtype=int),
+    frame_shift: wp.array(dtype=wp.vec3),
     margin: float,
     contact_active: wp.array(dtype=int),
     contact_anchor: wp.array(dtype=wp.vec3),
@@ -186,7 +205,8 @@ def detect_contacts(
     e = nonnegative(contact_slot_entity[s])
     o = nonnegative(contact_slot_obstacle[s])
     kind = obstacle_kind[o]
-    tf = obstacle_transform[o]
+    tf = obstacle_in_world_frame(kind, obstacle_transform[o],
+                                 frame_shift[entity_world(e, particle_count, particle_world, body_world)])
     size = obstacle_size[o]
     anchor = contact_slot_local[s]
     if contact_slot_kind[s] == PointKind.CYLINDER_RIM:
@@ -653,9 +673,16 @@ class ContactSlot(ConstraintType):
             state.particle_q, solver.particle_q_prev, state.body_q, solver.body_q_prev, m.particle_count,
             m.contact_slot_entity, m.contact_slot_kind, m.contact_slot_local, m.contact_slot_axis,
             m.contact_slot_rim_radius, m.contact_slot_radius, m.contact_slot_obstacle, m.obstacle_kind,
-            m.obstacle_transform, m.obstacle_size, solver.contact_margin],
+            m.obstacle_transform, m.obstacle_size, m.particle_world, m.body_world, solver.frame_shift,
+            solver.contact_margin],
             outputs=[solver.contact_active, solver.contact_anchor, solver.contact_normal, solver.contact_surface,
                      solver.contact_start, solver.contact_start_depth])]
+
+    def leave_frame_commands(self, solver):
+        m = solver.model
+        return [solver.record(contact_points_to_model_frame, m.contact_slot_count, [
+            m.contact_slot_entity, m.particle_count, m.particle_world, m.body_world, solver.frame_shift],
+            outputs=[solver.contact_surface, solver.contact_start])]
 
     def warm_start_commands(self, solver, state):
         m = solver.model

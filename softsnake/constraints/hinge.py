@@ -43,6 +43,8 @@ def eval_hinge_rows(
     hinge_normal_b2: wp.array(dtype=wp.vec3),
     hinge_compliance: wp.array(dtype=float),
     hinge_row: wp.array(dtype=int),
+    body_world: wp.array(dtype=int),
+    frame_shift: wp.array(dtype=wp.vec3),
     planar: int,
     inv_h2: float,
     J_offsets: wp.array(dtype=int),
@@ -54,8 +56,9 @@ def eval_hinge_rows(
     t = nonnegative(wp.tid())
     # a may be -1 (the static world): tested before it indexes anything (body_frame).
     a = hinge_body_a[t]
-    tf_a = body_frame(body_q, a)
-    tf_b = body_q[nonnegative(hinge_body_b[t])]
+    b = nonnegative(hinge_body_b[t])
+    tf_a = body_frame(body_q, a, frame_shift[nonnegative(body_world[b])])
+    tf_b = body_q[b]
     qa = wp.transform_get_rotation(tf_a)
     qb = wp.transform_get_rotation(tf_b)
     ra = wp.quat_rotate(qa, hinge_anchor_a[t])
@@ -130,8 +133,8 @@ class Hinge(ConstraintType):
         m = solver.model
         return solver.record(eval_hinge_rows, m.hinge_count, [
             state.body_q, m.hinge_body_a, m.hinge_body_b, m.hinge_anchor_a, m.hinge_anchor_b, m.hinge_axis_a,
-            m.hinge_normal_b1, m.hinge_normal_b2, m.hinge_compliance, m.hinge_row, solver.planar, 1.0 / (h * h),
-            *solver.row_outputs()])
+            m.hinge_normal_b1, m.hinge_normal_b2, m.hinge_compliance, m.hinge_row, m.body_world, solver.frame_shift,
+            solver.planar, 1.0 / (h * h), *solver.row_outputs()])
 
 
 HINGE = Hinge()

@@ -81,6 +81,8 @@ def eval_prismatic_rows(
     prismatic_drive_mobility: wp.array(dtype=float),
     prismatic_rate: wp.array(dtype=float),
     prismatic_row: wp.array(dtype=int),
+    body_world: wp.array(dtype=int),
+    frame_shift: wp.array(dtype=wp.vec3),
     planar: int,
     h: float,
     inv_h2: float,
@@ -96,8 +98,9 @@ def eval_prismatic_rows(
     has_a = int(0)
     if a >= 0:
         has_a = 1
-    tf_a = body_frame(body_q, a)
     b = nonnegative(prismatic_body_b[t])
+    shift = frame_shift[nonnegative(body_world[b])]
+    tf_a = body_frame(body_q, a, shift)
     tf_b = body_q[b]
     qa = wp.transform_get_rotation(tf_a)
     qb = wp.transform_get_rotation(tf_b)
@@ -150,7 +153,7 @@ def eval_prismatic_rows(
     nz = nonnegative(J_offsets[row])
     if prismatic_driven[t] != 0:
         n = wp.quat_rotate(qa, axis_local)
-        tf_a_prev = body_frame(body_q_prev, a)
+        tf_a_prev = body_frame(body_q_prev, a, shift)
         tf_b_prev = body_q_prev[b]
         d_prev = anchor_offset(tf_a_prev, tf_b_prev, prismatic_anchor_a[t], prismatic_anchor_b[t])
         extension_prev = wp.dot(wp.quat_rotate(wp.transform_get_rotation(tf_a_prev), axis_local), d_prev)
@@ -190,7 +193,7 @@ class Prismatic(ConstraintType):
             state.body_q, solver.body_q_prev, m.prismatic_body_a, m.prismatic_body_b, m.prismatic_anchor_a,
             m.prismatic_anchor_b, m.prismatic_axis_a, m.prismatic_normal_a1, m.prismatic_normal_a2,
             m.prismatic_rest_rotation, m.prismatic_compliance, m.prismatic_driven, m.prismatic_drive_mobility,
-            control.prismatic_rate, m.prismatic_row, solver.planar, h, 1.0 / (h * h), *solver.row_outputs()])
+            control.prismatic_rate, m.prismatic_row, m.body_world, solver.frame_shift, solver.planar, h, 1.0 / (h * h), *solver.row_outputs()])
 
 
 PRISMATIC = Prismatic()

@@ -71,6 +71,19 @@ OBSTACLE = ItemKind("obstacle", (
 
 
 @wp.func
+def obstacle_in_world_frame(kind: int, tf: wp.transform, frame_shift: wp.vec3):
+    """A static obstacle seen from the frame a world's substep runs in (``softsnake.kernels.world_frame``), as
+    ``obstacle_in_frame`` sees it from a world's offset: a box or a cylinder moves by -frame_shift, a plane along
+    its normal n only, by -(n . frame_shift) n (a ground moved within itself stays the same ground, to the bit)."""
+    p = wp.transform_get_translation(tf)
+    q = wp.transform_get_rotation(tf)
+    if kind == ObstacleKind.PLANE:
+        n = wp.quat_rotate(q, wp.vec3(0.0, 0.0, 1.0))
+        return wp.transform(p - n * wp.dot(n, frame_shift), q)
+    return wp.transform(p - frame_shift, q)
+
+
+@wp.func
 def obstacle_distance(kind: int, tf: wp.transform, size: wp.vec3, p: wp.vec3):
     """Signed distance and outward normal of a static obstacle at p, packed as (n, d).
 

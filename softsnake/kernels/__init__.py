@@ -3,6 +3,8 @@
 The kernels that evaluate each constraint type's rows live with their type in
 ``softsnake.constraints``; these are the stages every type shares, in the order a substep runs them:
 
+- ``world_frame``: each world's substep moved into a frame centred on that world and back (float32 positions
+  then round a world's physics as they would at the origin).
 - ``integration``: prediction x~ = x + h v + h^2 M^-1 f, position updates, velocities from positions
   (and their corrections: ``add_particle_velocities``).
 - ``rows``: the type-independent part of every row (right-hand side, damping, Jacobi diagonal) and

@@ -104,9 +104,11 @@ def planar_body_inverse_mass(inv_mass: float, inv_inertia_zz: float, jx: float, 
 
 
 @wp.func
-def body_frame(body_q: wp.array(dtype=wp.transform), body: int):
+def body_frame(body_q: wp.array(dtype=wp.transform), body: int, frame_shift: wp.vec3):
+    """The pose of ``body``, or for body -1 the static world's: at -frame_shift in the frame a world's substep runs
+    in (``softsnake.kernels.world_frame``; zero outside a substep)."""
     if body < 0:
-        return wp.transform_identity()
+        return wp.transform(-frame_shift, wp.quat_identity())
     return body_q[nonnegative(body)]
 
 

@@ -42,16 +42,26 @@ of an error uniform over half a unit in the last place either side."""
 
 
 @wp.func
-def coordinate_magnitude(j: int, particle_q: wp.array(dtype=wp.vec3), body_q: wp.array(dtype=wp.transform),
-                         particle_count: int):
-    """|value| of degree of freedom j as float32 stores it: a particle's or a body's coordinate [m], or 1 for a
-    body's rotation (a unit quaternion's components are rounded at 1)."""
+def coordinate_axis(j: int, particle_count: int):
+    """The axis (0-2) of degree of freedom j if it is a particle's or a body's coordinate, -1 for a body's rotation."""
     if j < 3 * particle_count:
-        return wp.abs(particle_q[j // 3][j % 3])
+        return j % 3
     k = j - 3 * particle_count
     if k % 6 < 3:
-        return wp.abs(wp.transform_get_translation(body_q[k // 6])[k % 6])
-    return 1.0
+        return k % 6
+    return -1
+
+
+@wp.func
+def coordinate_value(j: int, particle_q: wp.array(dtype=wp.vec3), body_q: wp.array(dtype=wp.transform),
+                     particle_count: int):
+    """The coordinate [m] of degree of freedom j (a particle's or a body's; 0 for a body's rotation)."""
+    if j < 3 * particle_count:
+        return particle_q[j // 3][j % 3]
+    k = j - 3 * particle_count
+    if k % 6 < 3:
+        return wp.transform_get_translation(body_q[k // 6])[k % 6]
+    return 0.0
 
 
 @wp.kernel
@@ -59,13 +69,37 @@ def row_round_off(offsets: wp.array(dtype=int), columns: wp.array(dtype=int), va
                   particle_q: wp.array(dtype=wp.vec3), body_q: wp.array(dtype=wp.transform), particle_count: int,
                   residual_scale: wp.array(dtype=float), floor: wp.array(dtype=float)):
     """Each row's residual as float32's rounding of the positions leaves it, in the merit's scale:
-    ROUND_OFF sqrt(sum_j (J_ij |x_j|)^2) times the row's residual scale. A row reads the coordinates x_j it
-    touches, each stored to about ROUND_OFF |x_j|, and those independent errors add in squares."""
+    ROUND_OFF sqrt(sum_j (J_ij m_j)^2) times the row's residual scale. A row reads the coordinates x_j it touches,
+    each stored to about ROUND_OFF |x_j|, and subtracts them from one another, each difference rounded to about
+    ROUND_OFF times its size; those independent errors add in squares. So m_j is |x_j| plus the row's spread along
+    x_j's axis (the largest difference of the coordinates it reads there), and 1 for a body's rotation (a unit
+    quaternion's components are rounded at 1). The spread matters in the frame a substep runs in
+    (``kernels.world_frame``), where a world's coordinates are small near the frame's origin but its rows'
+    differences are not: estimated from |x_j| alone, a double pendulum's floor fell below what its rows leave and
+    a tenth of its substeps ended above twice the floor at any budget (none with the spread, as in the model's
+    frame); a floor raised to the world's size for every coordinate stopped a cantilever early enough to gain
+    energy from one frame to the next."""
     i = nonnegative(wp.tid())
+    lo = wp.vec3(wp.inf)
+    hi = wp.vec3(-wp.inf)
+    k = offsets[i]
+    while k < offsets[i + 1]:
+        j = nonnegative(columns[k])
+        a = coordinate_axis(j, particle_count)
+        if a >= 0:
+            c = coordinate_value(j, particle_q, body_q, particle_count)
+            lo[a] = wp.min(lo[a], c)
+            hi[a] = wp.max(hi[a], c)
+        k += 1
     total = float(0.0)
     k = offsets[i]
     while k < offsets[i + 1]:
-        v = values[k] * coordinate_magnitude(nonnegative(columns[k]), particle_q, body_q, particle_count)
+        j = nonnegative(columns[k])
+        a = coordinate_axis(j, particle_count)
+        m = float(1.0)
+        if a >= 0:
+            m = wp.abs(coordinate_value(j, particle_q, body_q, particle_count)) + (hi[a] - lo[a])
+        v = values[k] * m
         total += v * v
         k += 1
     floor[i] = ROUND_OFF * wp.sqrt(total) * residual_scale[i]

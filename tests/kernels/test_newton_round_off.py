@@ -17,19 +17,21 @@ iteration run): it starts at float32's floor and wanders between 1.4e-9 and 3.1e
 
 
 def test_row_round_off_is_the_rounding_of_the_coordinates_a_row_reads(device):
-    """Two particles at (1, 0, 0) m and (-3, 0, 0.5) m, one body at (2, 0, 0) m; a row reading x of the first
-    (J 1) and x of the second (J -1), another reading the body's x (J 0.5) and a rotation (J 0.2 m), residual
-    scales 1 and 4: floors ROUND_OFF sqrt(1^2 + 3^2) and 4 ROUND_OFF sqrt((0.5 x 2)^2 + 0.2^2)."""
-    offsets = wp.array([0, 2, 4], dtype=int, device=device)
-    columns = wp.array([0, 3, 6, 10], dtype=int, device=device)  # particle 0 x, particle 1 x; body x, body rot y
-    values = wp.array([1.0, -1.0, 0.5, 0.2], dtype=float, device=device)
-    particle_q = wp.array([[1.0, 0.0, 0.0], [-3.0, 0.0, 0.5]], dtype=wp.vec3, device=device)
+    """Two particles at (1, 0, 0.5) m and (-3, 0, 0.5) m, one body at (2, 0, 0) m; a row reading x of the first
+    (J 1) and x of the second (J -1), each counted at its size plus their difference (4 m); another reading the
+    body's x (J 0.5) and a rotation (J 0.2 m); a third reading z of both particles (J 1 each), whose difference is 0;
+    residual scales 1, 4 and 1: floors ROUND_OFF sqrt(5^2 + 7^2), 4 ROUND_OFF sqrt((0.5 x 2)^2 + 0.2^2) and
+    ROUND_OFF sqrt(0.5^2 + 0.5^2)."""
+    offsets = wp.array([0, 2, 4, 6], dtype=int, device=device)
+    columns = wp.array([0, 3, 6, 10, 2, 5], dtype=int, device=device)  # particles' x; body x, rot y; particles' z
+    values = wp.array([1.0, -1.0, 0.5, 0.2, 1.0, 1.0], dtype=float, device=device)
+    particle_q = wp.array([[1.0, 0.0, 0.5], [-3.0, 0.0, 0.5]], dtype=wp.vec3, device=device)
     body_q = wp.array([[2.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0]], dtype=wp.transform, device=device)
-    scale = wp.array([1.0, 4.0], dtype=float, device=device)
-    floor = wp.zeros(2, dtype=float, device=device)
-    wp.launch(multipliers.row_round_off, dim=2, inputs=[offsets, columns, values, particle_q, body_q, 2, scale],
+    scale = wp.array([1.0, 4.0, 1.0], dtype=float, device=device)
+    floor = wp.zeros(3, dtype=float, device=device)
+    wp.launch(multipliers.row_round_off, dim=3, inputs=[offsets, columns, values, particle_q, body_q, 2, scale],
               outputs=[floor], device=device)
-    expected = 3.44e-8 * np.array([np.sqrt(1.0 + 9.0), 4.0 * np.sqrt(1.0 + 0.04)])
+    expected = 3.44e-8 * np.array([np.sqrt(74.0), 4.0 * np.sqrt(1.0 + 0.04), np.sqrt(0.5)])
     np.testing.assert_allclose(floor.numpy(), expected, rtol=1e-6)
 
 
