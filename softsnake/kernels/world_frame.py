@@ -40,9 +40,8 @@ from .entities import entity_world, nonnegative
 
 FRAME_GRID = wp.constant(2.0**-10)
 """The shifts' grid [m] (0.98 mm): a world's bounding-box centre starts its substep within half of it of its frame's
-origin.
-A power of two no finer than the float32 spacing at ``softsnake.validation.POSITION_LIMIT`` (2^-10 m from 8192 m on),
-so that every shift is a whole multiple of the spacing of every position the builder takes."""
+origin. A power of two no finer than the float32 spacing at ``softsnake.validation.POSITION_LIMIT`` (2^-10 m from
+8192 m on), so that every shift is a whole multiple of the spacing of every position the builder takes."""
 
 
 @wp.func
