@@ -71,6 +71,7 @@ import warp as wp
 
 from softsnake.kernels.entities import (
     body_generalized_inverse_mass,
+    entity_point,
     entity_world,
     nonnegative,
     rotation_vector_between,
@@ -94,19 +95,6 @@ def friction_row_count(planar: int):
     if planar != 0:
         return 1
     return FRICTION_ROWS
-
-
-@wp.func
-def entity_point(
-    entity: int,
-    local: wp.vec3,
-    particle_count: int,
-    particle_q: wp.array(dtype=wp.vec3),
-    body_q: wp.array(dtype=wp.transform),
-):
-    if entity < particle_count:
-        return particle_q[entity]
-    return wp.transform_point(body_q[nonnegative(entity - particle_count)], local)
 
 
 @wp.func

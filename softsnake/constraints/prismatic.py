@@ -193,7 +193,8 @@ class Prismatic(ConstraintType):
             state.body_q, solver.body_q_prev, m.prismatic_body_a, m.prismatic_body_b, m.prismatic_anchor_a,
             m.prismatic_anchor_b, m.prismatic_axis_a, m.prismatic_normal_a1, m.prismatic_normal_a2,
             m.prismatic_rest_rotation, m.prismatic_compliance, m.prismatic_driven, m.prismatic_drive_mobility,
-            control.prismatic_rate, m.prismatic_row, m.body_world, solver.frame_shift, solver.planar, h, 1.0 / (h * h), *solver.row_outputs()])
+            control.prismatic_rate, m.prismatic_row, m.body_world, solver.frame_shift, solver.planar, h, 1.0 / (h * h),
+            *solver.row_outputs()])
 
 
 PRISMATIC = Prismatic()

@@ -46,6 +46,20 @@ def entity_world(e: int, particle_count: int, particle_world: wp.array(dtype=int
 
 
 @wp.func
+def entity_point(
+    entity: int,
+    local: wp.vec3,
+    particle_count: int,
+    particle_q: wp.array(dtype=wp.vec3),
+    body_q: wp.array(dtype=wp.transform),
+):
+    """A particle's position, or the point at ``local`` in a body's frame (its centre of mass at ``local`` 0) [m]."""
+    if entity < particle_count:
+        return particle_q[entity]
+    return wp.transform_point(body_q[nonnegative(entity - particle_count)], local)
+
+
+@wp.func
 def write_particle_block(J: wp.array(dtype=float), nz: int, g: wp.vec3):
     J[nz + 0] = g[0]
     J[nz + 1] = g[1]

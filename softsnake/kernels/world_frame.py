@@ -36,7 +36,7 @@ the error was -31 mm at 1/240 s and +904 mm at 1/960 s.
 
 import warp as wp
 
-from .entities import entity_world, nonnegative
+from .entities import entity_point, entity_world, nonnegative
 
 FRAME_GRID = wp.constant(2.0**-10)
 """The shifts' grid [m] (0.98 mm): a world's bounding-box centre starts its substep within half of it of its frame's
@@ -50,15 +50,6 @@ def unshifted(frame_shift: wp.vec3):
     return frame_shift[0] == 0.0 and frame_shift[1] == 0.0 and frame_shift[2] == 0.0
 
 
-@wp.func
-def entity_position(e: int, particle_count: int, particle_q: wp.array(dtype=wp.vec3),
-                    body_q: wp.array(dtype=wp.transform)):
-    """Where entity e is: a particle's position, a body's centre of mass."""
-    if e < particle_count:
-        return particle_q[e]
-    return wp.transform_get_translation(body_q[nonnegative(e - particle_count)])
-
-
 @wp.kernel(enable_backward=False)  # never on a wp.Tape: a change of frame, not a differentiable step
 def world_bounds(particle_count: int, particle_world: wp.array(dtype=int), body_world: wp.array(dtype=int),
                  particle_q: wp.array(dtype=wp.vec3), body_q: wp.array(dtype=wp.transform),
@@ -69,7 +60,7 @@ def world_bounds(particle_count: int, particle_world: wp.array(dtype=int), body_
     read, instead of queueing on the world's two entries."""
     e = nonnegative(wp.tid())
     w = entity_world(e, particle_count, particle_world, body_world)
-    p = entity_position(e, particle_count, particle_q, body_q)
+    p = entity_point(e, wp.vec3(0.0), particle_count, particle_q, body_q)
     lo = lower[w]
     if p[0] < lo[0] or p[1] < lo[1] or p[2] < lo[2]:
         wp.atomic_min(lower, w, p)
