@@ -16,7 +16,10 @@ experiments/results), rewritten after each run, so an interrupted sweep keeps wh
 
 Usage: python experiments/gait_sensitivity.py [--resolution coarse|paper] [--seconds 10] [--budgets 8x40,16x160]
            [--starts plain,elastic] [--members 5] [--noise 1e-6] [--momentum-balance snake|on|off|bodies]
-           [--tag NAME] [--out DIR]
+           [--substeps S] [--tag NAME] [--out DIR]
+
+``--substeps`` splits each 1/120 s frame into S substeps (default: the gait's 2): the trajectory's own sensitivity
+at a smaller time step, against which the time-step study (time_step_convergence.py) compares its changes.
 
 Until the twenty-seventh session the script forced the plain iteration unless --momentum-balance was given; the
 files of earlier sessions say which they ran.
@@ -40,14 +43,14 @@ BALANCE_SUFFIXES = {"snake": "", "on": "_balanced", "off": "_plain_iteration", "
 """The file name ending of each ``--momentum-balance``."""
 
 
-def perturbed_run(resolution, seconds, newton, linear, elastic, members, noise, balance=None):
+def perturbed_run(resolution, seconds, newton, linear, elastic, members, noise, balance=None, substeps=None):
     """Forward travel [m] of members + 1 snakes (snake 0 unperturbed) and the wall time [s]; ``balance``:
     ``SolverSettings.momentum_balance``, or None for the snake's own (``snake_solver``: its bodies balanced below 16
-    Newton iterations, everything from 16)."""
+    Newton iterations, everything from 16); ``substeps`` per frame (None: the gait's)."""
     from softsnake.robots.snake.simulation import SnakeSimulation
 
     sim = SnakeSimulation(members + 1, resolution=resolution, seconds=seconds, newton_iterations=newton,
-                          linear_iterations=linear)
+                          linear_iterations=linear, substeps=substeps)
     sim.solver.elastic_warm_start = elastic
     if balance is not None:
         sim.solver.momentum_balance = balance
@@ -75,7 +78,8 @@ def main(argv=None):
     parser.add_argument("--noise", type=float, default=1.0e-6, help="standard deviation of the offsets [m]")
     parser.add_argument("--momentum-balance", choices=sorted(BALANCES), default="snake",
                         help="SolverSettings.momentum_balance: the snake's own (default), on, off or bodies")
-    parser.add_argument("--tag", default=None, help="file name tag (default <resolution>_<seconds>s)")
+    parser.add_argument("--substeps", type=int, default=None, help="substeps per 1/120 s frame (default: the gait's)")
+    parser.add_argument("--tag", default=None, help="file name tag (default <resolution>_<seconds>s[_<S>substeps])")
     args = parser.parse_args(argv)
     starts = args.starts.split(",")
     unknown = [s for s in starts if s not in STARTS]
@@ -85,6 +89,8 @@ def main(argv=None):
         parser.error("--members must be at least 1")
     if not args.noise > 0.0:
         parser.error("--noise must be positive")
+    if args.substeps is not None and args.substeps < 1:
+        parser.error("--substeps must be at least 1")
     try:
         budgets = parse_budgets(args.budgets)
     except ValueError:
@@ -93,7 +99,8 @@ def main(argv=None):
         parser.error(f"--budgets: iteration counts must be at least 1, got {args.budgets!r}")
     out = make_output_folder(args.out)
     balance = BALANCES[args.momentum_balance]
-    tag = args.tag or f"{args.resolution}_{args.seconds:g}s" + BALANCE_SUFFIXES[args.momentum_balance]
+    tag = args.tag or (f"{args.resolution}_{args.seconds:g}s" + BALANCE_SUFFIXES[args.momentum_balance]
+                       + (f"_{args.substeps}substeps" if args.substeps else ""))
     print(f"device: {wp.get_device()} ({platform.processor() or platform.machine()}), warp {wp.__version__}; "
           f"{args.resolution} snake, {args.seconds:g} s, {args.members} snakes offset by N(0, {args.noise:g} m) "
           "per node and axis beside an unperturbed one", file=sys.stderr)
@@ -102,7 +109,7 @@ def main(argv=None):
     for newton, linear in sorted(budgets, key=lambda b: b[0] * b[1]):
         for start in starts:
             travel, wall = perturbed_run(args.resolution, args.seconds, newton, linear, STARTS[start], args.members,
-                                         args.noise, balance)
+                                         args.noise, balance, args.substeps)
             for k, forward in enumerate(travel):
                 rows.append({"budget": f"{newton}x{linear}", "start": start, "snake": k,
                              "noise_m": 0.0 if k == 0 else args.noise, "forward_m": float(forward)})
@@ -124,12 +131,13 @@ def main(argv=None):
 
 def write_table(path, summary, args):
     lines = [f"# Gait travel of {args.members + 1} snakes a micrometre apart ({args.resolution} mesh, "
-             f"{args.seconds:g} s)", "",
+             f"{args.seconds:g} s" + (f", {args.substeps} substeps per 1/120 s frame" if args.substeps else "") + ")", "",
              f"Snake 0 as built; snakes 1-{args.members} with every node offset by N(0, {args.noise:g} m) per axis "
              "(seed = snake). Forward travel of the centre of mass [mm]. Device: "
              f"{wp.get_device()}, warp {wp.__version__}. `python experiments/gait_sensitivity.py` "
              f"--resolution {args.resolution} --seconds {args.seconds:g} --members {args.members} "
-             f"--noise {args.noise:g} --momentum-balance {args.momentum_balance}.", "",
+             f"--noise {args.noise:g} --momentum-balance {args.momentum_balance}"
+             + (f" --substeps {args.substeps}" if args.substeps else "") + ".", "",
              "| budget | start | unperturbed | mean | std | smallest / largest perturbed | spread | spread [%] | wall [s] |",
              "|---|---|---:|---:|---:|---|---:|---:|---:|"]
     for s in summary:
