@@ -11,7 +11,7 @@ solver.
 Writes gpu_table2.csv and gpu_peers.csv into --out and prints both tables with the device.
 
     python experiments/gpu_benchmarks.py [--device cuda] [--cases 0.25,1,10,32,128,256,1024,4096]
-        [--peer-cases 1,32,256] [--frames 10] [--warmup 3] [--out DIR]
+        [--peer-cases 1,32,256|none] [--solvers batched,block] [--frames 10] [--warmup 3] [--out DIR]
 """
 
 import argparse
@@ -59,7 +59,8 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--device", default="cuda")
     parser.add_argument("--cases", type=counts, default=counts("0.25,1,10,32,128,256,1024,4096"))
-    parser.add_argument("--peer-cases", type=counts, default=counts("1,32,256"))
+    parser.add_argument("--peer-cases", type=lambda text: [] if text == "none" else counts(text),
+                        default=counts("1,32,256"), help="snake counts of the peer runs, or none")
     parser.add_argument("--solvers", type=lambda text: text.split(","), default=["batched", "block"],
                         help="the table's linear solvers, each timed on every case (default: batched,block)")
     parser.add_argument("--frames", type=int, default=10)

@@ -30,7 +30,8 @@
 # default 180: the 1024-snake gait took ~95 s at 997 frames on the H100 machine, before its CSV and GIF were written
 # faster), TEST_DEVICES (the
 # suite's SOFTSNAKE_TEST_DEVICES) and DEVICE (the benchmarks' and the gait's): both cuda by default, cpu for a
-# dry run of a stage here; TABLE2_CASES (table2's --cases), SOLVERS_CASES (solvers' --cases: coarse:1024 is the
+# dry run of a stage here; TABLE2_CASES, TABLE2_PEERS (none: no peer runs) and TABLE2_SOLVERS (table2's --cases,
+# --peer-cases and --solvers), SOLVERS_CASES (solvers' --cases: coarse:1024 is the
 # gait's system) and VINES_ARGS (vine_runtime.py's options but
 # --device and --out) for a shorter stage; TESTS (pytest's test paths, default all: the files a cut run
 # left unrun first, say); TESTS_FILE (a file of test node ids, one per line, instead of TESTS: a cut run
@@ -57,6 +58,8 @@ SAVE_SECONDS=${SAVE_SECONDS:-180}
 DEVICE=${DEVICE:-cuda}
 TEST_DEVICES=${TEST_DEVICES:-$DEVICE}
 TABLE2_CASES=${TABLE2_CASES:-0.25,1,10,32,128,256,1024}
+TABLE2_PEERS=${TABLE2_PEERS:-1,32}
+TABLE2_SOLVERS=${TABLE2_SOLVERS:-batched,block}
 SOLVERS_CASES=${SOLVERS_CASES:-snake:1,snake:32,vine:1,vine:4096}
 TESTS=${TESTS:-}
 RESUME=${RESUME:-0}
@@ -191,7 +194,7 @@ experiment() {
 table2() {
     use_payload
     experiment table2 experiments/gpu_benchmarks.py --device "$DEVICE" --cases "$TABLE2_CASES" \
-        --peer-cases 1,32 --frames 5 --warmup 2 --out "$OUT/table2"
+        --peer-cases "$TABLE2_PEERS" --solvers "$TABLE2_SOLVERS" --frames 5 --warmup 2 --out "$OUT/table2"
 }
 
 solvers() {
