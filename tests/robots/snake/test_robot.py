@@ -204,7 +204,7 @@ def test_snake_at_rest_stays_at_rest_at_small_steps(coarse):
     1 s: it should rest as at the gait's 1/240 s (kinetic energy at round-off, 1e-11 J; bound 1e-10 J). It does not:
     every substep converges, yet velocities (x - x_n) / h carry the positions' float32 rounding over h, and the wheels,
     which roll freely, keep it (measured 3.0e-9 J and 53 um after 1 s; 1.2e-8 J and 0.21 mm after 3 s; any iteration).
-    Strict: it passes once a substep's displacement is resolved finer than the positions' rounding."""
+    Strict: it passes once positions are stored finer than float32."""
     simulation = SnakeSimulation(1, config=coarse, seconds=1.0, substeps=16)
     rest = np.zeros((1, coarse.link_count))
     for _ in range(simulation.frame_count):
