@@ -39,6 +39,7 @@ def travel(distance, seconds, substeps):
     mass = model.particle_mass_numpy().astype(np.float64)
     start = np.average(state.particle_q.numpy().astype(np.float64), axis=0, weights=mass)
     gait = GaitParams(snake_count=1)
+    # Its own loop rather than simulation.step_gait, so that it runs on the older checkouts it is compared with.
     for frame in range(1, int(round(seconds / DT)) + 1):
         # The gait's link index counts from the tail (SnakeSimulation._link_commands).
         command = gait_command(gait, frame * DT, config.link_count)[:, ::-1]

@@ -14,9 +14,9 @@ import softsnake
 from engine_scenes import run
 from softsnake.constraints.shapes import ObstacleKind, obstacle_in_frame
 from softsnake.meshing import box_tet_mesh
-from softsnake.robots.snake.gait import GaitParams, gait_command
-from softsnake.robots.snake.robot import add_snake, chamber_pressures, link_curvature
-from softsnake.robots.snake.simulation import snake_solver
+from softsnake.robots.snake.gait import GaitParams
+from softsnake.robots.snake.robot import add_snake, link_curvature
+from softsnake.robots.snake.simulation import snake_solver, step_gait
 from softsnake.robots.snake.config import load_snake_config
 from softsnake.spatial import quat_between, quat_from_axis_angle, quat_to_matrix
 
@@ -171,14 +171,8 @@ def test_snake_gait_does_not_depend_on_its_place():
     model = batch(world, offsets, lambda scene: scene.add_ground(mu=config.friction))
     solver = snake_solver(model)
     state, control = model.state(), model.control()
-    gait = GaitParams(snake_count=len(offsets))
-    dt = 1.0 / 120.0
     start = model.scene_particle_q(state)
-    for frame in range(1, 61):
-        # The gait's link index counts from the tail (SnakeSimulation._link_commands).
-        command = gait_command(gait, frame * dt, config.link_count)[:, ::-1]
-        control.pressure.assign(chamber_pressures(model, snake.link_channels, command))
-        solver.step(state, state, control, dt)
+    step_gait(model, solver, state, control, snake, GaitParams(snake_count=len(offsets)), 60)
     particles, bodies = state.particle_q.numpy(), state.body_q.numpy()
     for w in range(1, len(offsets)):
         assert np.array_equal(per_world(model, particles)[w], per_world(model, particles)[0])
@@ -209,13 +203,8 @@ def test_snake_gait_does_not_depend_on_its_heading():
     model = scene.finalize("cpu")
     solver = snake_solver(model)
     state, control = model.state(), model.control()
-    gait = GaitParams(snake_count=len(headings))
-    dt = 1.0 / 120.0
     start = state.particle_q.numpy().reshape(len(headings), -1, 3).copy()  # a view of the state on the CPU
-    for frame in range(1, 61):
-        command = gait_command(gait, frame * dt, config.link_count)[:, ::-1]
-        control.pressure.assign(chamber_pressures(model, snake.link_channels, command))
-        solver.step(state, state, control, dt)
+    step_gait(model, solver, state, control, snake, GaitParams(snake_count=len(headings)), 60)
     particles = state.particle_q.numpy().astype(np.float64).reshape(len(headings), -1, 3)
     bodies = state.body_q.numpy().astype(np.float64).reshape(len(headings), -1, 7)
     # A point p of the world turned by heading is p @ R(heading) in the unturned snake's frame.

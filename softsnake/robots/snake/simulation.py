@@ -50,7 +50,7 @@ from softsnake.validation import positive_integer, positive_number
 
 from ..actuation import SUPPLY_PRESSURE_DEFAULT, PressureLatency
 from .config import load_snake_config
-from .gait import GAIT_FIELDS, GaitParams, gait_command
+from .gait import GAIT_FIELDS, GaitParams, head_first_command
 from .robot import add_snake, body_yaw, chamber_pressures, link_curvature, snake_length
 from .trajectories import SnakeTrajectories
 
@@ -136,6 +136,18 @@ def snake_solver(model, *, profile=False, **overrides):
         settings["momentum_balance"] = True
     return Solver(model, profile=profile, **settings)
 
+
+
+def step_gait(model, solver, state, control, snake, gait, frames, *, dt=DT_DEFAULT):
+    """Step snakes built by hand (``add_snake``, one per world of ``model``: turned, placed or mixed with other
+    worlds as ``SnakeSimulation``'s row is not) under the open-loop gait ``gait`` (``GaitParams``, one snake per
+    world) without the latency model, for frames 1 .. ``frames`` of ``dt`` [s]: per frame the commands at its end
+    (``head_first_command``, as ``SnakeSimulation.run`` takes them) drive every snake's chambers
+    (``chamber_pressures``; ``snake``: one world's ``SnakeHandle``) and ``solver`` steps ``state`` in place."""
+    for frame in range(1, frames + 1):
+        command = head_first_command(gait, frame * dt, snake.link_count)
+        control.pressure.assign(chamber_pressures(model, snake.link_channels, command))
+        solver.step(state, state, control, dt)
 
 def estimate_run(snake_count, seconds, *, resolution="coarse", dt=DT_DEFAULT, link_count=4, device=None):
     """What a gait run of ``snake_count`` snakes for ``seconds`` [s] will need, before building it:
@@ -340,7 +352,7 @@ class SnakeSimulation:
 
     def gait_command(self, time, **changes):
         """The gait's link commands (eq. 9) at ``time`` [s], shape (snake_count, link_count) [Pa], links head first
-        (``_link_commands``): this simulation's gait, or with some of its parameters (``GAIT_FIELDS``: frequency
+        (``head_first_command``): this simulation's gait, or with some of its parameters (``GAIT_FIELDS``: frequency
         [Hz], phase_shift [rad], offset [-], amplitude [Pa]) changed, each a scalar or one value per snake."""
         unknown = set(changes) - set(GAIT_FIELDS)
         if unknown:
@@ -350,7 +362,7 @@ class SnakeSimulation:
         if changes:
             values = {name: changes.get(name, getattr(gait, name)) for name in GAIT_FIELDS}
             gait = GaitParams(**values, snake_count=self.snake_count)
-        return gait_command(gait, time, self.config.link_count)[:, ::-1]
+        return head_first_command(gait, time, self.config.link_count)
 
     def step(self, command):
         """Advance every snake by one frame (``dt``) under the link commands ``command`` (snake_count, link_count)
@@ -366,15 +378,8 @@ class SnakeSimulation:
 
     def _link_commands(self, time):
         """Gait commands (snake_count, link_count) at ``time`` [s] in the snake's link order, head
-        first [Pa].
-
-        Eq. 9's index i counts from the tail (i = 0: the rear link). With alpha = +pi/2 link i then
-        lags link i + 1, so the bending wave runs from head to tail, and a snake on wheels that roll
-        forward and grip sideways moves against its wave: head first, as in the paper's Fig. 7.
-        Counted from the head, the same gait sends the wave from tail to head and the snake backs
-        away tail first (measured: 2.7 cm tail-first in 5 s, coarse mesh).
-        """
-        return gait_command(self.gait, time, self.config.link_count)[:, ::-1]
+        first [Pa] (``head_first_command``)."""
+        return head_first_command(self.gait, time, self.config.link_count)
 
     _frames_ahead = 0
     """Frames whose pressures ``run`` hands ``_advance`` ahead (worker processes start them early)."""
