@@ -156,23 +156,35 @@ unrun() {
     SOFTSNAKE_TEST_DEVICES=$TEST_DEVICES "$PYTHON" -m pytest -o addopts=--import-mode=importlib --collect-only -q \
         -p no:cacheprovider "$@" 2> /dev/null \
         | grep "::" > "$OUT/collected.txt"
-    "$PYTHON" - "$OUT/collected.txt" "$OUT/junit.xml" "$OUT/unrun.txt" <<'EOF'
+    "$PYTHON" - "$OUT/collected.txt" "$OUT/junit.xml" "$OUT/tests.log" "$OUT/unrun.txt" <<'EOF'
+import re
 import sys
 import xml.etree.ElementTree as ElementTree
 
-collected, junit, unrun = sys.argv[1:]
+collected, junit, log, unrun = sys.argv[1:]
 ran = set()
 try:
     for case in ElementTree.parse(junit).getroot().iter("testcase"):
         ran.add((case.get("classname"), case.get("name")))
 except (OSError, ElementTree.ParseError):
-    pass  # no junit file: nothing ran
+    pass  # no junit file: a run cut before pytest wrote it (the log below still names what finished)
+# Every test that reported its outcome in the log (-vv: "[gwN] [ NN%] PASSED node"), also where the stage's limit
+# cut pytest before its junit file; an interrupt's traceback may follow the node id on the same line.
+finished = set()
+try:
+    for line in open(log, errors="replace"):
+        match = re.match(r"\[gw\d+\] \[\s*\d+%\] (?:PASSED|FAILED|SKIPPED|XFAIL|XPASS|ERROR) (tests/.*?)\s*(?:Traceback.*)?$",
+                         line.rstrip("\n"))
+        if match:
+            finished.add(match.group(1))
+except OSError:
+    pass
 nodes = open(collected).read().splitlines()
 left = []
 for node in nodes:
     path, *names = node.split("::")
     classname = ".".join([path.removesuffix(".py").replace("/", "."), *names[:-1]])
-    if (classname, names[-1]) not in ran:
+    if (classname, names[-1]) not in ran and node.strip() not in finished:
         left.append(node)
 open(unrun, "w").write("".join(line + "\n" for line in left))
 print(f"unrun: {len(left)} of the {len(nodes)} selected tests did not run (their ids: {unrun})")
