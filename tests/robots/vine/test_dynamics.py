@@ -404,9 +404,9 @@ def test_vine_pushing_on_an_obstacle_converges_at_first_order_where_its_growth_y
     with growth that gives way at a 0.05 N tip load (``stall_force``): the tip's largest distance from the run at the
     next finer step halves with the step, as implicit Euler's first order says: 4 -> 8 and 8 -> 16 substeps per 1/90 s
     step, 0.277 and 0.121 tube diameters (measured; ratio 2.3; a micrometre's change of the start moves these runs by
-    at most 0.02 diameters, so round-off cannot carry the ratio out), asserted between 1.5 and 3 (order 0.6-1.6). The scene
-    as given, its growth held at its rate with pins damped at a ratio of 0.013, changes by 1.3 and 0.99 diameters
-    there: no first order at steps float32 resolves (experiments/vine_time_step_causes.py; vine.md, "Why cluttered
+    at most 0.02 diameters, so round-off cannot carry the ratio out), asserted between 1.5 and 3 (order 0.6-1.6).
+    The scene as given, its growth held at its rate with pins damped at a ratio of 0.013, changes by 1.3 and 0.99
+    diameters there: no first order at steps float32 resolves (experiments/vine_time_step_causes.py; vine.md, "Why cluttered
     scene 1 does not converge in h")."""
     scene = load_scene("jitosho_cluttered_1")
     tips = [rollout(VineBatch(specs_from_scene(scene), stall_force=0.05, solver_options={"substeps": substeps}),
