@@ -406,8 +406,8 @@ def test_vine_pushing_on_an_obstacle_converges_at_first_order_where_its_growth_y
     step, 0.277 and 0.121 tube diameters (measured; ratio 2.3; a micrometre's change of the start moves these runs by
     at most 0.02 diameters, so round-off cannot carry the ratio out), asserted between 1.5 and 3 (order 0.6-1.6).
     The scene as given, its growth held at its rate with pins damped at a ratio of 0.013, changes by 1.3 and 0.99
-    diameters there: no first order at steps float32 resolves (experiments/vine_time_step_causes.py; vine.md, "Why cluttered
-    scene 1 does not converge in h")."""
+    diameters there: no first order at steps float32 resolves (experiments/vine_time_step_causes.py; vine.md, "Why
+    cluttered scene 1 does not converge in h")."""
     scene = load_scene("jitosho_cluttered_1")
     tips = [rollout(VineBatch(specs_from_scene(scene), stall_force=0.05, solver_options={"substeps": substeps}),
                     scene.sim.step_count, scene.sim.dt).tips[:, 0] for substeps in (4, 8, 16)]
