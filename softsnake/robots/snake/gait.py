@@ -99,7 +99,6 @@ def gait_command(params, t, link_count):
     return wave * params.amplitude[:, None]
 
 
-
 def head_first_command(params, t, link_count):
     """``gait_command`` in a snake's own link order, head first (``SnakeHandle.link_channels``), [Pa].
 
@@ -110,6 +109,7 @@ def head_first_command(params, t, link_count):
     away tail first (measured: 2.7 cm tail-first in 5 s, coarse mesh).
     """
     return gait_command(params, t, link_count)[:, ::-1]
+
 
 def sweep(param_name, values, **fixed):
     """GaitParams with one snake per value of `param_name`.

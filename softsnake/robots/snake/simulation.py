@@ -137,7 +137,6 @@ def snake_solver(model, *, profile=False, **overrides):
     return Solver(model, profile=profile, **settings)
 
 
-
 def step_gait(model, solver, state, control, snake, gait, frames, *, dt=DT_DEFAULT):
     """Step snakes built by hand (``add_snake``, one per world of ``model``: turned, placed or mixed with other
     worlds as ``SnakeSimulation``'s row is not) under the open-loop gait ``gait`` (``GaitParams``, one snake per
@@ -148,6 +147,7 @@ def step_gait(model, solver, state, control, snake, gait, frames, *, dt=DT_DEFAU
         command = head_first_command(gait, frame * dt, snake.link_count)
         control.pressure.assign(chamber_pressures(model, snake.link_channels, command))
         solver.step(state, state, control, dt)
+
 
 def estimate_run(snake_count, seconds, *, resolution="coarse", dt=DT_DEFAULT, link_count=4, device=None):
     """What a gait run of ``snake_count`` snakes for ``seconds`` [s] will need, before building it:
