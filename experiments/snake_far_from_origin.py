@@ -41,7 +41,7 @@ def travel(distance, seconds, substeps):
     gait = GaitParams(snake_count=1)
     # Its own loop rather than simulation.step_gait, so that it runs on the older checkouts it is compared with.
     for frame in range(1, int(round(seconds / DT)) + 1):
-        # The gait's link index counts from the tail (SnakeSimulation._link_commands).
+        # The gait's link index counts from the tail (gait.head_first_command).
         command = gait_command(gait, frame * DT, config.link_count)[:, ::-1]
         control.pressure.assign(chamber_pressures(model, snake.link_channels, command))
         solver.step(state, state, control, DT)

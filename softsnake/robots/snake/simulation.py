@@ -3,7 +3,7 @@
 Every frame (time step dt) the runner
 
 1. evaluates the gait (eq. 9) for every snake and link at the end of the frame, t + dt (eq. 11
-   uses a_i(t + h)), eq. 9's link index i counted from the tail (``SnakeSimulation._link_commands``),
+   uses a_i(t + h)), eq. 9's link index i counted from the tail (``gait.head_first_command``),
 2. advances the chamber pressures through the latency model (eqs. 10-12, ``PressureLatency``,
    vectorised over snakes x links) or sets them at once with ``latency=False``,
 3. hands the links' differential pressure to the engine: the active chamber's channel gets it and
@@ -376,11 +376,6 @@ class SnakeSimulation:
         self.frames_done += 1
         return chambers
 
-    def _link_commands(self, time):
-        """Gait commands (snake_count, link_count) at ``time`` [s] in the snake's link order, head
-        first [Pa] (``head_first_command``)."""
-        return head_first_command(self.gait, time, self.config.link_count)
-
     _frames_ahead = 0
     """Frames whose pressures ``run`` hands ``_advance`` ahead (worker processes start them early)."""
 
@@ -475,7 +470,7 @@ class SnakeSimulation:
         chambers = np.zeros(command.shape + (2,))
         pressure = np.zeros_like(command)
         for frame in range(1, frames + 1):
-            command[frame] = self._link_commands(frame * self.dt)
+            command[frame] = self.gait_command(frame * self.dt)
             chambers[frame] = latency.step(command[frame], self.dt)
             pressure[frame] = latency.differential
         return command, chambers, pressure
