@@ -24,12 +24,13 @@ observed order) [tube diameters], and how far three vines started a micrometre a
 Cases run in ``--jobs`` processes at once (default: the usable cores); after each one the CSV and the Markdown table
 are rewritten, so an interrupted run keeps what it finished; the snake's files keep the cases of earlier runs that
 this one does not repeat (so that a finer substep can be added later). Files (into --out, default experiments/results):
-time_step_convergence_<resolution>_<seconds>s.csv/.md for the snake,
+time_step_convergence_<resolution>_<seconds>s[_compensated].csv/.md for the snake (``--compensated``: every position kept
+as a float32 pair, ``SolverSettings.compensated_positions``, whose float32 rounding otherwise limits h below ~1/1000 s),
 
 time_step_convergence_vine.csv/.md for the vine.
 
 Usage: python experiments/time_step_convergence.py [--robot snake|vine] [--resolution coarse|paper] [--seconds 10]
-           [--substeps 1,2,4,8] [--budgets 8x40,16x160] [--jobs N] [--report-only] [--out DIR]
+           [--substeps 1,2,4,8] [--budgets 8x40,16x160] [--compensated] [--jobs N] [--report-only] [--out DIR]
 """
 
 import argparse
@@ -62,14 +63,16 @@ MAX_ORDER = 2.0
 """The largest: implicit Euler is first order, so a larger observed order means the changes collapsed (the finer runs
 meet within their own scatter) rather than an asymptotic rate to extrapolate with."""
 
-def run_case(resolution, seconds, substeps, newton, linear):
-    """One snake's gait at ``substeps`` per frame and the budget: a dict of the results (in a worker process)."""
+def run_case(resolution, seconds, substeps, newton, linear, compensated=False):
+    """One snake's gait at ``substeps`` per frame and the budget (``compensated``: positions as float32 pairs,
+    ``SolverSettings.compensated_positions``): a dict of the results (in a worker process)."""
     from softsnake.console import quiet_warp
     from softsnake.robots.snake.simulation import SnakeSimulation
 
     quiet_warp()
     sim = SnakeSimulation(1, resolution=resolution, seconds=seconds, substeps=substeps, newton_iterations=newton,
                           linear_iterations=linear)
+    sim.solver.compensated_positions = compensated
     start = time.perf_counter()
     trajectories = sim.run(progress=False)
     wall = time.perf_counter() - start
@@ -201,10 +204,12 @@ def write_files(out, stem, rows, summary, args):
             "heading_change_rad", "unconverged_pct", "wall_s"]
     ordered = sorted(rows, key=lambda row: (row["budget"], row["substeps"]))
     write_dict_csv(out / f"{stem}.csv", [{key: row.get(key, "") for key in keys} for row in ordered])
-    lines = [f"# The snake's gait against the time step ({args.resolution} mesh, {args.seconds:g} s, offset 0)", "",
+    lines = [f"# The snake's gait against the time step ({args.resolution} mesh, {args.seconds:g} s, offset 0"
+             + (", compensated positions" if args.compensated else "") + ")", "",
              f"`python experiments/time_step_convergence.py --resolution {args.resolution} --seconds {args.seconds:g} "
              f"--substeps {','.join(str(n) for n in sorted({row['substeps'] for row in rows}))} "
-             f"--budgets {','.join(sorted({row['budget'] for row in rows}))}` (cases of several runs kept together: the "
+             f"--budgets {','.join(sorted({row['budget'] for row in rows}))}"
+             + (" --compensated" if args.compensated else "") + "` (cases of several runs kept together: the "
              f"wall times are each run's, beside other jobs); device {wp.get_device()} "
              f"({platform.processor() or platform.machine()}), warp {wp.__version__}. Frames of 1/120 s in "
              "`substeps` substeps of h; forward and lateral travel of the centre of mass; change: from the next coarser "
@@ -261,6 +266,8 @@ def main(argv=None):
                         help="substeps per step (the snake's 1/120 s frame, the vine's 1/90 s step), comma-separated "
                              "(default 1,2,4,8; the vine 1,2,4,8,16,32)")
     parser.add_argument("--budgets", default="8x40,16x160", help="NEWTONxLINEAR,...")
+    parser.add_argument("--compensated", action="store_true",
+                        help="the snake's positions as float32 pairs (SolverSettings.compensated_positions)")
     parser.add_argument("--jobs", type=int, default=None, help="cases run at once (default: the usable cores)")
     parser.add_argument("--report-only", action="store_true",
                         help="run nothing: rewrite the snake's Markdown table from its CSV")
@@ -281,7 +288,7 @@ def main(argv=None):
     if jobs < 1:
         parser.error("--jobs must be at least 1")
     out = make_output_folder(args.out)
-    stem = f"time_step_convergence_{args.resolution}_{args.seconds:g}s"
+    stem = f"time_step_convergence_{args.resolution}_{args.seconds:g}s" + ("_compensated" if args.compensated else "")
     if args.robot == "snake" and args.report_only:
         every = earlier_rows(out / f"{stem}.csv", set())
         if not every:
@@ -291,13 +298,13 @@ def main(argv=None):
     if args.robot == "vine":
         cases = sorted(((number, s) for number in (1, 2) for s in substeps), key=lambda c: -c[1])
     else:
-        cases = sorted(((args.resolution, args.seconds, s, b["newton_iterations"], b["linear_iterations"])
+        cases = sorted(((args.resolution, args.seconds, s, b["newton_iterations"], b["linear_iterations"], args.compensated)
                         for s in substeps for b in budgets), key=lambda c: -c[2] * c[3] * c[4])
     print(f"device: {wp.get_device()} ({platform.processor() or platform.machine()}), warp {wp.__version__}; "
           f"{len(cases)} {args.robot} cases in {jobs} process(es)", file=sys.stderr)
     if args.robot == "vine":
         return vine_main(out, cases, jobs, args)
-    mine = {(f"{n}x{lin}", s) for _, _, s, n, lin in cases}
+    mine = {(f"{n}x{lin}", s) for _, _, s, n, lin, _ in cases}
     rows = []
     for row in in_processes(jobs, run_case, cases):
         rows.append(row)

@@ -256,6 +256,8 @@ def case_plan(seed, case):
         dt = draw.pick((1 / 60, 1 / 120, 0.01, np.float32(0.01))) if not draw.chance(0.15) else draw.pick(
             (0.0, -0.01, math.nan, math.inf, True, 1e-25, "0.01", None, 1.0))
         plan["steps"].append({"dt": dt, "seed": int(draw.rng.integers(1 << 30)), "bad_input": draw.chance(0.15)})
+    # Drawn last, so that the cases of earlier seeds keep every other draw.
+    plan["solver"]["compensated_positions"] = draw.chance(0.5)
     return plan
 
 

@@ -210,13 +210,20 @@ class _StepEquations:
             m.particle_count], outputs=[scratch, u])
         return u.numpy()
 
+    def no_remainders(self):
+        """``positions_from_prediction``'s trailing arguments with compensation off: the float32 step is the one
+        differentiated (``SolverSettings.compensated_positions`` changes it at round-off only)."""
+        m = self.model
+        return (0, self.zeros(m.particle_count, wp.vec3), self.zeros(m.body_count, wp.vec3),
+                self.zeros(m.particle_count, wp.vec3), self.zeros(m.body_count, wp.vec3))
+
     def positions(self, u, predicted):
         """x = x~ (+) u into fresh arrays (launched on the caller's tape)."""
         m, d = self.model, self.model.device
         x_p = self.zeros(m.particle_count, wp.vec3)
         x_b = self.zeros(m.body_count, wp.transform)
         wp.launch(integration.positions_from_prediction, self.solver.entity_count, device=d, inputs=[
-            u, m.particle_count, predicted["particle_q"], predicted["body_q"]], outputs=[x_p, x_b])
+            u, m.particle_count, predicted["particle_q"], predicted["body_q"]], outputs=[x_p, x_b, *self.no_remainders()])
         return x_p, x_b
 
     def outputs(self, u, predicted):

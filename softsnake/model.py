@@ -29,6 +29,14 @@ class State:
         """External particle forces [N], vec3, shape (particle_count,); act during the next step."""
         self.body_q: wp.array = wp.clone(model.body_q)
         """Body poses (centre of mass [m], rotation), transform, shape (body_count,)."""
+        self.particle_q_low: wp.array = wp.zeros_like(model.particle_qd)
+        """What float32 rounding dropped of each particle position [m], vec3, shape (particle_count,): the position is
+        particle_q + particle_q_low, |particle_q_low| at most half particle_q's spacing. Zero unless the solver
+        keeps ``SolverSettings.compensated_positions``; a position assigned from outside keeps a stale remainder of
+        at most that size."""
+        self.body_q_low: wp.array = wp.zeros(model.body_count, dtype=wp.vec3, device=model.device)
+        """What float32 rounding dropped of each body's centre of mass [m], vec3, shape (body_count,) (as
+        ``particle_q_low``)."""
         self.body_qd: wp.array = wp.clone(model.body_qd)
         """Body velocities (linear [m/s], angular [rad/s]), world frame, spatial_vector, shape (body_count,)."""
         self.body_f: wp.array = wp.zeros_like(model.body_qd)
@@ -45,8 +53,11 @@ class State:
         (pressure_channel_count,): the elastic warm start keeps carried soft-body forces more cautiously in a
         world whose pressures changed since (``Solver``'s ``elastic_warm_start``), so a state carries them too."""
 
-    CARRIED = ("particle_q", "particle_qd", "body_q", "body_qd", "multipliers", "multiplier_pressure")
+    CARRIED = ("particle_q", "particle_qd", "body_q", "body_qd", "multipliers", "multiplier_pressure", "particle_q_low",
+               "body_q_low")
     """The arrays a step carries into the next (``assign`` copies them, with ``multiplier_step``)."""
+    REMAINDERS = ("particle_q_low", "body_q_low")
+    """The arrays that a saved state may lack (``assign_numpy`` sets them to zero)."""
     ARRAYS = CARRIED + ("particle_f", "body_f")
     """The names of a state's arrays: everything a step reads from the state, with ``multiplier_step``."""
 
@@ -71,6 +82,8 @@ class State:
             target = getattr(self, name)
             value = arrays.get(name)
             expected = target.numpy()
+            if value is None and name in self.REMAINDERS:
+                continue  # a state saved before remainders were kept: its positions are the float32 values
             if value is None:
                 raise ConfigError(f"state array {name} is missing")
             value = np.asarray(value)
@@ -80,7 +93,10 @@ class State:
         if "multiplier_step" not in arrays:
             raise ConfigError("state value multiplier_step is missing")
         for name in self.ARRAYS:
-            getattr(self, name).assign(np.asarray(arrays[name]))
+            if name in arrays:
+                getattr(self, name).assign(np.asarray(arrays[name]))
+            else:
+                getattr(self, name).zero_()
         self.multiplier_step = float(arrays["multiplier_step"])
 
 

@@ -26,7 +26,7 @@ import functools
 
 import warp as wp
 
-from .kernels import integration, momentum, multipliers, rows, world_frame
+from .kernels import compensated, integration, momentum, multipliers, rows, world_frame
 from .linear_solve import inverse_mass_transpose_command, world_dot_commands
 
 FLAG_THREADS = 256
@@ -53,7 +53,7 @@ def leave_frame_commands(solver, state):
     return [s.record(world_frame.leave_world_frames, s.entity_count, [
                 m.particle_count, m.particle_world, m.body_world, s.frame_shift, s.particle_q_stored, s.body_q_stored],
                 outputs=[state.particle_q, state.body_q, s.particle_q_prev, s.particle_q_pred, s.body_q_prev,
-                         s.body_q_pred]),
+                         s.body_q_pred, *compensation(s, state, "leave")]),
             *(command for ctype in s.constraint_types for command in ctype.leave_frame_commands(s)),
             s.frame_shift.zero_]
 
@@ -66,11 +66,11 @@ def predict_commands(solver, state, h):
     if m.particle_count:
         commands.append(s.record(integration.predict_particles, m.particle_count, [
             state.particle_q, state.particle_qd, state.particle_f, m.particle_inv_mass, m.gravity, m.planar_axis, h,
-            s.particle_q_prev, s.particle_q_pred]))
+            s.particle_q_prev, s.particle_q_pred, *compensation(s, state, "predict_particles")]))
     if m.body_count:
         commands.append(s.record(integration.predict_bodies, m.body_count, [
             state.body_q, state.body_qd, state.body_f, m.body_inv_mass, m.body_inertia, m.body_inv_inertia, m.gravity,
-            m.planar_axis, h, s.body_q_prev, s.body_q_pred]))
+            m.planar_axis, h, s.body_q_prev, s.body_q_pred, *compensation(s, state, "predict_bodies")]))
     for ctype in s.constraint_types:
         commands += ctype.predict_commands(s, state, h)
     return commands
@@ -86,6 +86,14 @@ def jacobian_commands(solver, state, control, h):
     # Row types other than tetrahedra have no block coupling; it stays zero from allocation
     # except on tetrahedral normal rows, which rewrite it every iteration.
     commands += [ctype.row_command(s, state, control, h) for ctype in s.constraint_types]
+    if s.compensated_positions:
+        # Each row's residual moved from the values to the pairs (kernels.compensated).
+        commands += [s.record(compensated.remainder_vectors, s.entity_count, [
+                         state.particle_q_low, s.particle_q_prev_low, state.body_q_low, s.body_q_prev_low,
+                         m.particle_count], outputs=[s.remainder, s.remainder_since_start]),
+                     s.record(compensated.add_remainders_to_rows, m.row_count, [
+                         m.J_offsets, m.J_columns, s.J_values, s.row_from_start, s.remainder,
+                         s.remainder_since_start], outputs=[s.row_c])]
     if m.solve_compact:
         commands.append(s.record(rows.gather_solve_values, m.solve_nnz, [
             s.J_values, m.solve_source, m.JT_source, s.J_solve_values, s.JT_values]))
@@ -99,7 +107,8 @@ def balance_commands(solver, state):
     m, s = solver.model, solver
     return [inverse_mass_transpose_command(s, state.multipliers, s.u_lambda),
             s.record(integration.positions_from_prediction, s.entity_count, [
-                s.u_lambda, m.particle_count, s.particle_q_pred, s.body_q_pred, state.particle_q, state.body_q])]
+                s.u_lambda, m.particle_count, s.particle_q_pred, s.body_q_pred, state.particle_q, state.body_q,
+                *compensation(s, state, "position")])]
 
 
 def warm_start_commands(solver, state, control, h):
@@ -140,6 +149,8 @@ def elastic_start_commands(solver, state, control, h):
             + [copy_command(s.lam_start_first, state.multipliers),
                copy_command(s.particle_q_start_first, state.particle_q),
                copy_command(s.body_q_start_first, state.body_q),
+               *remainder_copy_commands(s, (s.particle_q_start_first_low, s.body_q_start_first_low),
+                                        (state.particle_q_low, state.body_q_low)),
                copy_command(state.multipliers, s.lam_carried)]
             + balance_commands(s, state) + merit[1]
             + [s.record(multipliers.stale_second_starts, m.world_count, [
@@ -148,23 +159,29 @@ def elastic_start_commands(solver, state, control, h):
                copy_command(state.multiplier_pressure, control.pressure),
                s.record(multipliers.choose_first_start, m.world_count, [
                    s.merit_start_first, s.merit_start_second, s.start_stale], outputs=[s.world_taken])]
-            + copy_where_commands(s, s.lam_start_first, (s.particle_q_start_first, s.body_q_start_first),
-                                  state.multipliers, (state.particle_q, state.body_q)))
+            + copy_where_commands(s, s.lam_start_first, (s.particle_q_start_first, s.body_q_start_first,
+                                                         s.particle_q_start_first_low, s.body_q_start_first_low),
+                                  state.multipliers, positions(state)))
 
 
-def displacement_command(solver, state):
+def displacement_commands(solver, state):
     """x - x_n (``solver.displacement``) and x - x~ (``solver.offset``) of every degree of freedom."""
     s = solver
-    return s.record(integration.substep_displacements, s.entity_count, [
+    commands = [s.record(integration.substep_displacements, s.entity_count, [
         state.particle_q, s.particle_q_prev, s.particle_q_pred, state.body_q, s.body_q_prev, s.body_q_pred,
-        s.model.particle_count], outputs=[s.displacement, s.offset])
+        s.model.particle_count], outputs=[s.displacement, s.offset])]
+    if s.compensated_positions:
+        commands.append(s.record(compensated.add_remainder_differences, s.entity_count, [
+            state.particle_q_low, s.particle_q_prev_low, s.particle_q_pred_low, state.body_q_low, s.body_q_prev_low,
+            s.body_q_pred_low, s.model.particle_count], outputs=[s.displacement, s.offset]))
+    return commands
 
 
 def system_commands(solver, state, control, h):
     """Step 1 of an iteration: the linear system at the current positions, and the rows' own residuals
     (``solver.residual``)."""
     m, s = solver.model, solver
-    commands = [displacement_command(s, state)] + jacobian_commands(s, state, control, h)
+    commands = displacement_commands(s, state) + jacobian_commands(s, state, control, h)
     if s.balances_momentum:
         # Only the balanced entities' u_lambda: the gap is 0 below them ("bodies": the particles' share skipped).
         commands += [inverse_mass_transpose_command(s, state.multipliers, s.u_lambda, s.momentum_first_entity),
@@ -186,12 +203,12 @@ def round_off_commands(solver, state):
     m, s = solver.model, solver
     commands = [s.record(multipliers.row_round_off, m.row_count, [
         m.solve_offsets, m.solve_columns, s.J_solve_values, state.particle_q, state.body_q, m.particle_count,
-        s.row_residual_scale], outputs=[s.row_floor])]
+        int(s.compensated_positions), s.row_residual_scale], outputs=[s.row_floor])]
     commands += world_dot_commands(s, s.row_floor, s.row_floor, s.merit_floor, weight=s.inv_diagonal)
     if s.balances_momentum:
         commands.append(s.record(momentum.add_momentum_round_off, m.world_count, [
             m.particle_world_start_device, m.body_world_start_device, int(s.momentum_first_entity == 0),
-            state.particle_q, m.particle_inv_mass,
+            int(s.compensated_positions), state.particle_q, m.particle_inv_mass,
             state.body_q, m.body_inv_mass, m.body_inertia], outputs=[s.merit_floor]))
     return commands
 
@@ -237,7 +254,8 @@ def update_commands(solver, state, take_step=True):
         inverse_mass_transpose_command(s, s.dlam, s.u_lambda),
         s.record(integration.positions_after_update, s.entity_count, [
             s.u_lambda, s.momentum_gap, int(s.balances_momentum), int(take_step), m.particle_count, m.particle_world, m.body_world, s.retreat, s.step_scale,
-            s.offset_ref, s.particle_q_pred, s.body_q_pred], outputs=[s.offset_full, state.particle_q, state.body_q])]
+            s.offset_ref, s.particle_q_pred, s.body_q_pred], outputs=[s.offset_full, state.particle_q, state.body_q,
+                                                                      *compensation(s, state, "position")])]
 
 
 def finish_commands(solver, state, h):
@@ -252,10 +270,12 @@ def finish_commands(solver, state, h):
     commands = []
     if m.particle_count:
         commands.append(s.record(integration.finish_particle_velocities, m.particle_count,
-                                 [state.particle_q, s.particle_q_pred, 1.0 / h, state.particle_qd]))
+                                 [state.particle_q, s.particle_q_pred, 1.0 / h,
+                                  *compensation(s, state, "particle_velocities"), state.particle_qd]))
     if m.body_count:
         commands.append(s.record(integration.finish_body_velocities, m.body_count,
-                                 [state.body_q, s.body_q_pred, 1.0 / h, state.body_qd]))
+                                 [state.body_q, s.body_q_pred, 1.0 / h, *compensation(s, state, "body_velocities"),
+                                  state.body_qd]))
     corrections = [command for ctype in s.constraint_types
                    for command in ctype.velocity_correction_commands(s, state, h)]
     if corrections:
@@ -283,13 +303,48 @@ def start_line_search_commands(solver):
 
 def copy_where_commands(solver, lam_source, q_source, lam_target, q_target):
     """Multipliers and positions from the ``source`` arrays into the ``target`` ones in the worlds with
-    ``solver.world_taken`` = 1 (``q_*``: (particle_q, body_q) pairs): the elastic warm start's first start put back,
-    the wander limit's point of least merit kept aside or gone back to."""
+    ``solver.world_taken`` = 1 (``q_*``: (particle_q, body_q, particle_q_low, body_q_low): ``positions``): the elastic
+    warm start's first start put back, the wander limit's point of least merit kept aside or gone back to."""
     m, s = solver.model, solver
     return [s.record(multipliers.copy_rows_where, m.row_count, [m.row_world, s.world_taken, lam_source],
                      outputs=[lam_target]),
             s.record(integration.copy_positions_where, s.entity_count, [
-                m.particle_count, m.particle_world, m.body_world, s.world_taken, *q_source], outputs=list(q_target))]
+                m.particle_count, m.particle_world, m.body_world, s.world_taken, *q_source, int(s.compensated_positions)],
+                outputs=list(q_target))]
+
+
+def positions(state):
+    """A state's positions with their remainders, as ``copy_where_commands`` takes them."""
+    return state.particle_q, state.body_q, state.particle_q_low, state.body_q_low
+
+
+def least_positions(solver):
+    """The wander limit's point of least merit, as ``copy_where_commands`` takes it."""
+    s = solver
+    return s.particle_q_least, s.body_q_least, s.particle_q_least_low, s.body_q_least_low
+
+
+def remainder_copy_commands(solver, targets, sources):
+    """Copies of the remainders (``SolverSettings.compensated_positions``; off: none)."""
+    if not solver.compensated_positions:
+        return []
+    return [copy_command(target, source) for target, source in zip(targets, sources)]
+
+
+def compensation(solver, state, kernel):
+    """The trailing arguments of an integration or frame kernel for ``SolverSettings.compensated_positions``
+    (``kernels.compensated``): the flag, then the remainders that kernel reads and writes."""
+    s = solver
+    flag = int(s.compensated_positions)
+    return {
+        "predict_particles": (flag, state.particle_q_low, s.particle_q_prev_low, s.particle_q_pred_low),
+        "predict_bodies": (flag, state.body_q_low, s.body_q_prev_low, s.body_q_pred_low),
+        "position": (flag, s.particle_q_pred_low, s.body_q_pred_low, state.particle_q_low, state.body_q_low),
+        "particle_velocities": (flag, state.particle_q_low, s.particle_q_pred_low),
+        "body_velocities": (flag, state.body_q_low, s.body_q_pred_low),
+        "leave": (flag, state.particle_q_low, s.particle_q_prev_low, s.particle_q_pred_low, state.body_q_low,
+                  s.body_q_prev_low, s.body_q_pred_low),
+    }[kernel]
 
 
 def least_merit_note_commands(solver, state):
@@ -298,7 +353,7 @@ def least_merit_note_commands(solver, state):
     s = solver
     return [s.record(multipliers.note_least_merit, s.model.world_count, [s.merit, s.merit_least],
                      outputs=[s.world_taken])] + copy_where_commands(
-        s, state.multipliers, (state.particle_q, state.body_q), s.lam_least, (s.particle_q_least, s.body_q_least))
+        s, state.multipliers, positions(state), s.lam_least, least_positions(s))
 
 
 def least_merit_end_commands(solver, state, control, h):
@@ -309,5 +364,4 @@ def least_merit_end_commands(solver, state, control, h):
     return (assemble_commands(s, state, control, h, round_off=False)
             + [s.record(multipliers.choose_least_merit, s.model.world_count, [s.merit_least, s.retreat, s.wander_limit],
                         outputs=[s.merit, s.world_taken, s.world_wander_returns])]
-            + copy_where_commands(s, s.lam_least, (s.particle_q_least, s.body_q_least), state.multipliers,
-                                   (state.particle_q, state.body_q)))
+            + copy_where_commands(s, s.lam_least, least_positions(s), state.multipliers, positions(state)))

@@ -94,7 +94,7 @@ def residual_commands(solver, state, control, h):
     judging or solving) and u_lambda = M^-1 J^T lambda: they write only the solver's scratch arrays."""
     s = solver
     if not s.model.row_count:
-        return [newton.displacement_command(s, state)]
+        return newton.displacement_commands(s, state)
     commands = newton.system_commands(s, state, control, h)
     if not s.balances_momentum or s.momentum_first_entity:  # a full balance's assembly computes all of u_lambda
         commands.append(inverse_mass_transpose_command(s, state.multipliers, s.u_lambda))

@@ -134,6 +134,8 @@ class Solver:
         """1 on the rows whose multipliers the warm start carries into the next substep."""
         self.row_tried = self._row_mask(lambda ctype: ctype.carries_multipliers or ctype.tries_carried_multipliers)
         """1 on the rows whose multipliers the elastic warm start's second start carries."""
+        self.row_from_start = self._row_mask(lambda ctype: ctype.rows_from_start(bool(self.planar)))
+        """1 on the rows whose residual measures a motion since the substep's start (``kernels.compensated``)."""
         self._has_tried_rows = any(ctype.tries_carried_multipliers for ctype in self.constraint_types)
         self._recordings = collections.OrderedDict()
         """Recordings by key (``_recording_key_of``), least recently used first, at most ``RECORDINGS_KEPT``."""
@@ -145,12 +147,16 @@ class Solver:
         """The last step whose blow-up flags the host has read."""
 
     def _row_mask(self, chosen):
-        """An int array over the rows: 1 on the rows of the constraint types ``chosen(ctype)`` picks."""
+        """An int array over the rows: 1 on the rows of the constraint types ``chosen(ctype)`` picks (True: every
+        row of an item; a list of booleans: the item's rows it marks)."""
         mask = np.zeros(max(self.model.row_count, 1), dtype=np.int32)
         for ctype in self.constraint_types:
-            if chosen(ctype):
-                first = getattr(self.model, f"{ctype.name}_row").numpy()
-                for k in range(ctype.rows_per_item(bool(self.planar))):
+            rows = ctype.rows_per_item(bool(self.planar))
+            marked = chosen(ctype)
+            marked = list(marked) if isinstance(marked, (list, tuple)) else [bool(marked)] * rows
+            first = getattr(self.model, f"{ctype.name}_row").numpy()
+            for k in range(rows):
+                if marked[k]:
                     mask[first + k] = 1
         return wp.array(mask, dtype=int, device=self.model.device)
 
@@ -247,6 +253,13 @@ class Solver:
         # start put back, the wander limit's least point kept or gone back to); each use sets it first.
         self.world_taken = zeros(m.world_count, int)
         self.particle_q_least, self.body_q_least = zeros(m.particle_count, wp.vec3), zeros(m.body_count, wp.transform)
+        # SolverSettings.compensated_positions (kernels.compensated): the remainders of x_n, x~, the elastic start's
+        # first start and the least point, and per degree of freedom those of x and of x - x_n (the rows' shift).
+        (self.particle_q_prev_low, self.particle_q_pred_low, self.particle_q_start_first_low,
+         self.particle_q_least_low) = (zeros(m.particle_count, wp.vec3) for _ in range(4))
+        self.body_q_prev_low, self.body_q_pred_low, self.body_q_start_first_low, self.body_q_least_low = (
+            zeros(m.body_count, wp.vec3) for _ in range(4))
+        self.remainder, self.remainder_since_start = zeros(dofs), zeros(dofs)
         self.start_stale = zeros(m.world_count, int)
 
     # ------------------------------------------------------------------ public
@@ -309,8 +322,8 @@ class Solver:
         if mask.shape != (m.world_count,):
             raise ConfigError(f"world_mask must hold {m.world_count} booleans (one per world), got shape {mask.shape}")
         initial = m.state()
-        for kind, names in (("particle", ("particle_q", "particle_qd", "particle_f")),
-                            ("body", ("body_q", "body_qd", "body_f")), ("row", ("multipliers",)),
+        for kind, names in (("particle", ("particle_q", "particle_q_low", "particle_qd", "particle_f")),
+                            ("body", ("body_q", "body_q_low", "body_qd", "body_f")), ("row", ("multipliers",)),
                             ("pressure_channel", ("multiplier_pressure",))):
             worlds = getattr(m, f"{kind}_world_start")
             keep = np.repeat(~mask, np.diff(worlds))
@@ -441,8 +454,8 @@ class Solver:
     @staticmethod
     def _keyed_arrays(state, control):
         return (state.particle_q, state.particle_qd, state.particle_f, state.body_q, state.body_qd, state.body_f,
-                state.multipliers, state.multiplier_pressure, control.pressure, control.joint_target,
-                control.prismatic_rate)
+                state.multipliers, state.multiplier_pressure, state.particle_q_low, state.body_q_low, control.pressure,
+                control.joint_target, control.prismatic_rate)
 
     def _recording_key_of(self, state, control, h):
         """What the recorded launches depend on: the substep length, the settings, the gravity and the arrays."""

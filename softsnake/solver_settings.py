@@ -164,6 +164,13 @@ class SolverSettings:
             rows end further from converged (the snake's 10 s gait +1.65 % balanced, +0.85 % plain, +0.61 %
             with "bodies"); the snake runs it (``SNAKE_START``; experiments/results/convergence.md, "A snake at
             rest").
+        compensated_positions: keep every position (a particle's, a body's centre) as a float32 pair, the value the
+            constraints read and the remainder its rounding dropped (``softsnake.kernels.compensated``), so that
+            the velocity (x - x_n) / h carries no rounding of the positions. Float32 positions resolve velocities
+            only to their spacing over h (6e-5 m/s at h = 1/1920 s 0.3 m from the world's frame), and what rolls
+            freely keeps that: below about 1/1000 s the coarse snake at rest gains energy (experiments/results/
+            convergence.md, "Compensated positions"). Costs two more vec3 per entity in the state and four in the
+            solver, and one row kernel per assembly. Off (the default): every result bit for bit the float32 one.
 
     Contacts:
 
@@ -246,6 +253,7 @@ class SolverSettings:
     line_search_halvings: int = 3
     wander_limit: float = 1000.0
     momentum_balance: bool | str = "auto"
+    compensated_positions: bool = False
     contact_margin: float = 0.01
     fb_epsilon: float = 1.0e-9
     contact_regularization: float = 1.0e-2
@@ -290,7 +298,7 @@ class SolverSettings:
             if isinstance(value, str) or value not in (True, False):  # also numpy booleans, 0 and 1
                 raise ConfigError(f"{name} must be True, False or {' or '.join(repr(w) for w in words)}, got {value!r}")
             object.__setattr__(self, name, bool(value))
-        for name in ("warm_start", "line_search", "check_finite", "capture_graph"):
+        for name in ("warm_start", "line_search", "check_finite", "capture_graph", "compensated_positions"):
             object.__setattr__(self, name, bool(getattr(self, name)))
 
     @property

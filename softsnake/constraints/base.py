@@ -129,6 +129,12 @@ class ConstraintType(ItemKind):
         fewer. ``columns``: {field name: NumPy array of the builder's values}."""
         raise NotImplementedError
 
+    def rows_from_start(self, planar):
+        """Per row of an item, whether its residual measures a motion since the substep's start (friction's slip, a
+        drive's extension over the substep) rather than a function of the current positions alone: compensated
+        positions (``softsnake.kernels.compensated``) shift it by J (r - r_n) instead of J r."""
+        return [False] * self.rows_per_item(planar)
+
     def block_rows(self, planar):
         """Per row of an item, the row (relative to the item's first) that starts the 3x3 compliance
         block it belongs to, or None for a row with a diagonal compliance of its own."""

@@ -642,6 +642,10 @@ class ContactSlot(ConstraintType):
     def rows_per_item(self, planar):
         return 2 if planar else 1 + FRICTION_ROWS
 
+    def rows_from_start(self, planar):
+        # The friction rows act on the slip since the substep's start; the normal row on the current gap.
+        return [False] + [True] * (self.rows_per_item(planar) - 1)
+
     def item_entities(self, columns, particle_count):
         return np.asarray(columns["entity"], dtype=np.int64).reshape(-1, 1)
 

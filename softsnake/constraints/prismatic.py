@@ -184,6 +184,10 @@ class Prismatic(ConstraintType):
     def rows_per_item(self, planar):
         return 3 if planar else ROTATION_ROWS + NORMAL_ROWS + 1
 
+    def rows_from_start(self, planar):
+        # The drive, last, holds the extension over the substep; the others the current pose.
+        return [False] * (self.rows_per_item(planar) - 1) + [True]
+
     def item_entities(self, columns, particle_count):
         return joint_entities(columns, particle_count)
 

@@ -7,6 +7,7 @@ dx = M^-1 J^T dlambda, and the substep's velocities are (x - x_n) / h.
 
 import warp as wp
 
+from .compensated import pair_add
 from .entities import (
     entity_dof_count,
     entity_dof_start,
@@ -103,14 +104,28 @@ def predict_particles(
     h: float,
     particle_q_prev: wp.array(dtype=wp.vec3),
     particle_q_pred: wp.array(dtype=wp.vec3),
+    compensated: int,
+    particle_q_low: wp.array(dtype=wp.vec3),
+    particle_q_prev_low: wp.array(dtype=wp.vec3),
+    particle_q_pred_low: wp.array(dtype=wp.vec3),
 ):
+    """x_n = x, v~ and x~ = x + h v~ (compensated: into the pair, ``kernels.compensated``)."""
     i = nonnegative(wp.tid())
     x = particle_q[i]
     v = predicted_particle_velocity(particle_qd[i], particle_f[i], particle_inv_mass[i], gravity, planar_axis, h)
     particle_q_prev[i] = x
     particle_qd[i] = v
-    particle_q[i] = x + v * h
-    particle_q_pred[i] = x + v * h
+    if compensated != 0:
+        lo = particle_q_low[i]
+        particle_q_prev_low[i] = lo
+        x_pred, lo_pred = pair_add(x, lo, v * h)
+        particle_q[i] = x_pred
+        particle_q_pred[i] = x_pred
+        particle_q_low[i] = lo_pred
+        particle_q_pred_low[i] = lo_pred
+    else:
+        particle_q[i] = x + v * h
+        particle_q_pred[i] = x + v * h
 
 
 @wp.kernel(enable_backward=False)  # never on a wp.Tape: the gradients use adjoint.predict_bodies_into
@@ -126,13 +141,25 @@ def predict_bodies(
     h: float,
     body_q_prev: wp.array(dtype=wp.transform),
     body_q_pred: wp.array(dtype=wp.transform),
+    compensated: int,
+    body_q_low: wp.array(dtype=wp.vec3),
+    body_q_prev_low: wp.array(dtype=wp.vec3),
+    body_q_pred_low: wp.array(dtype=wp.vec3),
 ):
+    """x_n = x, v~ and x~ = (x + h v~, exp(h w~) q) (compensated: the translation into the pair)."""
     i = nonnegative(wp.tid())
     tf = body_q[i]
     body_q_prev[i] = tf
     qd = predicted_body_velocity(tf, body_qd[i], body_f[i], body_inv_mass[i], body_inertia[i], body_inv_inertia[i],
                                  gravity, planar_axis, h)
     tf_pred = predicted_body_pose(tf, qd, h)
+    if compensated != 0:
+        lo = body_q_low[i]
+        body_q_prev_low[i] = lo
+        t_pred, lo_pred = pair_add(wp.transform_get_translation(tf), lo, wp.spatial_top(qd) * h)
+        tf_pred = wp.transform(t_pred, wp.transform_get_rotation(tf_pred))
+        body_q_low[i] = lo_pred
+        body_q_pred_low[i] = lo_pred
     body_qd[i] = qd
     body_q[i] = tf_pred
     body_q_pred[i] = tf_pred
@@ -203,15 +230,30 @@ def set_entity_position(
     body_q_pred: wp.array(dtype=wp.transform),
     particle_q: wp.array(dtype=wp.vec3),
     body_q: wp.array(dtype=wp.transform),
+    compensated: int,
+    particle_q_pred_low: wp.array(dtype=wp.vec3),
+    body_q_pred_low: wp.array(dtype=wp.vec3),
+    particle_q_low: wp.array(dtype=wp.vec3),
+    body_q_low: wp.array(dtype=wp.vec3),
 ):
     """x = x~ + u for entity e, whose degrees of freedom start at ``base`` (bodies: translation, then
-    rotation by the rotation vector u_angular: q = exp(u_angular) q~)."""
+    rotation by the rotation vector u_angular: q = exp(u_angular) q~); compensated, the translation into the pair."""
+    du = wp.vec3(u[base], u[base + 1], u[base + 2])
     if e < particle_count:
-        particle_q[e] = particle_q_pred[e] + wp.vec3(u[base], u[base + 1], u[base + 2])
+        if compensated != 0:
+            x, lo = pair_add(particle_q_pred[e], particle_q_pred_low[e], du)
+            particle_q[e] = x
+            particle_q_low[e] = lo
+        else:
+            particle_q[e] = particle_q_pred[e] + du
     else:
         b = nonnegative(e - particle_count)
         tf = body_q_pred[b]
-        p = wp.transform_get_translation(tf) + wp.vec3(u[base], u[base + 1], u[base + 2])
+        p = wp.transform_get_translation(tf) + du
+        if compensated != 0:
+            p_pair, lo = pair_add(wp.transform_get_translation(tf), body_q_pred_low[b], du)
+            p = p_pair
+            body_q_low[b] = lo
         q = integrate_rotation(wp.transform_get_rotation(tf), wp.vec3(u[base + 3], u[base + 4], u[base + 5]), 1.0)
         body_q[b] = wp.transform(p, q)
 
@@ -224,11 +266,17 @@ def positions_from_prediction(
     body_q_pred: wp.array(dtype=wp.transform),
     particle_q: wp.array(dtype=wp.vec3),
     body_q: wp.array(dtype=wp.transform),
+    compensated: int,
+    particle_q_pred_low: wp.array(dtype=wp.vec3),
+    body_q_pred_low: wp.array(dtype=wp.vec3),
+    particle_q_low: wp.array(dtype=wp.vec3),
+    body_q_low: wp.array(dtype=wp.vec3),
 ):
     """x = x~ + u with u = M^-1 J^T lambda: the positions that balance momentum with the multipliers."""
     e = nonnegative(wp.tid())
     set_entity_position(e, entity_dof_start(e, particle_count), u, particle_count, particle_q_pred, body_q_pred,
-                        particle_q, body_q)
+                        particle_q, body_q, compensated, particle_q_pred_low, body_q_pred_low, particle_q_low,
+                        body_q_low)
 
 
 @wp.kernel(enable_backward=False)  # never on a wp.Tape: a Newton iteration's update, which the implicit gradient skips
@@ -248,6 +296,11 @@ def positions_after_update(
     offset_full: wp.array(dtype=float),
     particle_q: wp.array(dtype=wp.vec3),
     body_q: wp.array(dtype=wp.transform),
+    compensated: int,
+    particle_q_pred_low: wp.array(dtype=wp.vec3),
+    body_q_pred_low: wp.array(dtype=wp.vec3),
+    particle_q_low: wp.array(dtype=wp.vec3),
+    body_q_low: wp.array(dtype=wp.vec3),
 ):
     """Positions after a Newton update, per world of the entity: a world that took a step moves from
     its accepted point (``offset_ref``: x - x~ there) by u_step = M^-1 J^T dlambda, and keeps where it
@@ -273,7 +326,8 @@ def positions_after_update(
             offset_full[d] = u_step[d]
     else:
         return
-    set_entity_position(e, base, u_step, particle_count, particle_q_pred, body_q_pred, particle_q, body_q)
+    set_entity_position(e, base, u_step, particle_count, particle_q_pred, body_q_pred, particle_q, body_q, compensated,
+                        particle_q_pred_low, body_q_pred_low, particle_q_low, body_q_low)
 
 
 @wp.kernel(enable_backward=False)  # never on a wp.Tape: a Newton iteration's update, which the implicit gradient skips
@@ -297,18 +351,24 @@ def remember_accepted_points(
 @wp.kernel(enable_backward=False)  # never on a wp.Tape: a choice between iterates, not a differentiable step
 def copy_positions_where(particle_count: int, particle_world: wp.array(dtype=int), body_world: wp.array(dtype=int),
                          taken: wp.array(dtype=int), particle_q_source: wp.array(dtype=wp.vec3),
-                         body_q_source: wp.array(dtype=wp.transform), particle_q: wp.array(dtype=wp.vec3),
-                         body_q: wp.array(dtype=wp.transform)):
-    """The source positions into ``particle_q`` and ``body_q`` for the entities of the worlds with taken[w] = 1
-    (``SolverSettings.wander_limit``: kept aside at a point of least merit, or put back at the substep's end; the
-    elastic warm start: its first start put back)."""
+                         body_q_source: wp.array(dtype=wp.transform), particle_low_source: wp.array(dtype=wp.vec3),
+                         body_low_source: wp.array(dtype=wp.vec3), compensated: int,
+                         particle_q: wp.array(dtype=wp.vec3), body_q: wp.array(dtype=wp.transform),
+                         particle_low: wp.array(dtype=wp.vec3), body_low: wp.array(dtype=wp.vec3)):
+    """The source positions into ``particle_q`` and ``body_q`` (compensated: their remainders too) for the entities
+    of the worlds with taken[w] = 1 (``SolverSettings.wander_limit``: kept aside at a point of least merit, or put
+    back at the substep's end; the elastic warm start: its first start put back)."""
     e = nonnegative(wp.tid())
     if taken[entity_world(e, particle_count, particle_world, body_world)] == 1:
         if e < particle_count:
             particle_q[e] = particle_q_source[e]
+            if compensated != 0:
+                particle_low[e] = particle_low_source[e]
         else:
             b = nonnegative(e - particle_count)
             body_q[b] = body_q_source[b]
+            if compensated != 0:
+                body_low[b] = body_low_source[b]
 
 
 @wp.kernel(enable_backward=False)  # never on a wp.Tape: the gradients use adjoint.velocities_from_offsets
@@ -316,12 +376,19 @@ def finish_particle_velocities(
     particle_q: wp.array(dtype=wp.vec3),
     particle_q_pred: wp.array(dtype=wp.vec3),
     inv_h: float,
+    compensated: int,
+    particle_q_low: wp.array(dtype=wp.vec3),
+    particle_q_pred_low: wp.array(dtype=wp.vec3),
     particle_qd: wp.array(dtype=wp.vec3),
 ):
     """v = (x - x_n) / h, written as v~ + (x - x~) / h: the same number, but float32 keeps it
-    exact where no constraint acts (the difference of two nearby large positions would not)."""
+    exact where no constraint acts (the difference of two nearby large positions would not); compensated, x - x~
+    with the remainders' difference."""
     i = nonnegative(wp.tid())
-    particle_qd[i] = particle_qd[i] + (particle_q[i] - particle_q_pred[i]) * inv_h
+    d = particle_q[i] - particle_q_pred[i]
+    if compensated != 0:
+        d = d + (particle_q_low[i] - particle_q_pred_low[i])
+    particle_qd[i] = particle_qd[i] + d * inv_h
 
 
 @wp.kernel(enable_backward=False)  # never on a wp.Tape: a correction the converged step does not make
@@ -372,13 +439,19 @@ def finish_body_velocities(
     body_q: wp.array(dtype=wp.transform),
     body_q_pred: wp.array(dtype=wp.transform),
     inv_h: float,
+    compensated: int,
+    body_q_low: wp.array(dtype=wp.vec3),
+    body_q_pred_low: wp.array(dtype=wp.vec3),
     body_qd: wp.array(dtype=wp.spatial_vector),
 ):
     """Body counterpart of finish_particle_velocities (rotation: the rotation vector from q~ to q)."""
     i = nonnegative(wp.tid())
     tf = body_q[i]
     tf_pred = body_q_pred[i]
-    v = wp.spatial_top(body_qd[i]) + (wp.transform_get_translation(tf) - wp.transform_get_translation(tf_pred)) * inv_h
+    d = wp.transform_get_translation(tf) - wp.transform_get_translation(tf_pred)
+    if compensated != 0:
+        d = d + (body_q_low[i] - body_q_pred_low[i])
+    v = wp.spatial_top(body_qd[i]) + d * inv_h
     w = wp.spatial_bottom(body_qd[i]) + rotation_vector_between(
         wp.transform_get_rotation(tf), wp.transform_get_rotation(tf_pred)) * inv_h
     body_qd[i] = wp.spatial_vector(v, w)

@@ -67,7 +67,7 @@ def coordinate_value(j: int, particle_q: wp.array(dtype=wp.vec3), body_q: wp.arr
 @wp.kernel
 def row_round_off(offsets: wp.array(dtype=int), columns: wp.array(dtype=int), values: wp.array(dtype=float),
                   particle_q: wp.array(dtype=wp.vec3), body_q: wp.array(dtype=wp.transform), particle_count: int,
-                  residual_scale: wp.array(dtype=float), floor: wp.array(dtype=float)):
+                  compensated: int, residual_scale: wp.array(dtype=float), floor: wp.array(dtype=float)):
     """Each row's residual as float32's rounding of the positions leaves it, in the merit's scale:
     ROUND_OFF sqrt(sum_j (J_ij m_j)^2) times the row's residual scale. A row reads the coordinates x_j it touches,
     each stored to about ROUND_OFF |x_j|, and subtracts them from one another, each difference rounded to about
@@ -78,7 +78,9 @@ def row_round_off(offsets: wp.array(dtype=int), columns: wp.array(dtype=int), va
     differences are not: estimated from |x_j| alone, a double pendulum's floor fell below what its rows leave and
     a tenth of its substeps ended above twice the floor at any budget (none with the spread, as in the model's
     frame); a floor raised to the world's size for every coordinate stopped a cantilever early enough to gain
-    energy from one frame to the next."""
+    energy from one frame to the next. With compensated positions (``kernels.compensated``) a coordinate's own
+    rounding is carried in its remainder and the rows see it (c + J r): m_j is the spread alone, which the row's
+    float32 differences still round."""
     i = nonnegative(wp.tid())
     lo = wp.vec3(wp.inf)
     hi = wp.vec3(-wp.inf)
@@ -98,7 +100,9 @@ def row_round_off(offsets: wp.array(dtype=int), columns: wp.array(dtype=int), va
         a = coordinate_axis(j, particle_count)
         m = float(1.0)
         if a >= 0:
-            m = wp.abs(coordinate_value(j, particle_q, body_q, particle_count)) + (hi[a] - lo[a])
+            m = hi[a] - lo[a]
+            if compensated == 0:
+                m += wp.abs(coordinate_value(j, particle_q, body_q, particle_count))
         v = values[k] * m
         total += v * v
         k += 1

@@ -36,6 +36,7 @@ the error was -31 mm at 1/240 s and +904 mm at 1/960 s.
 
 import warp as wp
 
+from .compensated import pair_add
 from .entities import entity_point, entity_world, nonnegative
 
 FRAME_GRID = wp.constant(2.0**-10)
@@ -117,25 +118,49 @@ def leave_world_frames(particle_count: int, particle_world: wp.array(dtype=int),
                        body_q_start: wp.array(dtype=wp.transform), particle_q: wp.array(dtype=wp.vec3),
                        body_q: wp.array(dtype=wp.transform), particle_q_prev: wp.array(dtype=wp.vec3),
                        particle_q_pred: wp.array(dtype=wp.vec3), body_q_prev: wp.array(dtype=wp.transform),
-                       body_q_pred: wp.array(dtype=wp.transform)):
+                       body_q_pred: wp.array(dtype=wp.transform), compensated: int,
+                       particle_q_low: wp.array(dtype=wp.vec3), particle_q_prev_low: wp.array(dtype=wp.vec3),
+                       particle_q_pred_low: wp.array(dtype=wp.vec3), body_q_low: wp.array(dtype=wp.vec3),
+                       body_q_prev_low: wp.array(dtype=wp.vec3), body_q_pred_low: wp.array(dtype=wp.vec3)):
     """x = x_start + (x - x_n) in the world's frame: the stored position takes the substep's displacement. The
     substep's start x_n and prediction x~ go back to the model's frame the same way (x_n = x_start exactly), so that
-    what reads them between substeps (``Solver.residual_norms``, the gradients) sees one frame."""
+    what reads them between substeps (``Solver.residual_norms``, the gradients) sees one frame. Compensated
+    (``kernels.compensated``): the displacement with the remainders' difference, added into the pair (x_start, r_n)
+    (the frame moved the values only, by a multiple of their spacing, so x_n's remainder is x_start's)."""
     e = nonnegative(wp.tid())
     if unshifted(frame_shift[entity_world(e, particle_count, particle_world, body_world)]):
         return
     if e < particle_count:
         x0 = particle_q_start[e]
         prev = particle_q_prev[e]
-        particle_q[e] = x0 + (particle_q[e] - prev)
-        particle_q_pred[e] = x0 + (particle_q_pred[e] - prev)
+        if compensated != 0:
+            r_n = particle_q_prev_low[e]
+            x, r = pair_add(x0, r_n, (particle_q[e] - prev) + (particle_q_low[e] - r_n))
+            x_pred, r_pred = pair_add(x0, r_n, (particle_q_pred[e] - prev) + (particle_q_pred_low[e] - r_n))
+            particle_q[e] = x
+            particle_q_low[e] = r
+            particle_q_pred[e] = x_pred
+            particle_q_pred_low[e] = r_pred
+        else:
+            particle_q[e] = x0 + (particle_q[e] - prev)
+            particle_q_pred[e] = x0 + (particle_q_pred[e] - prev)
         particle_q_prev[e] = x0
     else:
         b = nonnegative(e - particle_count)
         t0 = wp.transform_get_translation(body_q_start[b])
         prev = wp.transform_get_translation(body_q_prev[b])
-        body_q[b] = displaced(body_q[b], t0, prev)
-        body_q_pred[b] = displaced(body_q_pred[b], t0, prev)
+        if compensated != 0:
+            r_n = body_q_prev_low[b]
+            t, r = pair_add(t0, r_n, (wp.transform_get_translation(body_q[b]) - prev) + (body_q_low[b] - r_n))
+            t_pred, r_pred = pair_add(t0, r_n, (wp.transform_get_translation(body_q_pred[b]) - prev)
+                                      + (body_q_pred_low[b] - r_n))
+            body_q[b] = wp.transform(t, wp.transform_get_rotation(body_q[b]))
+            body_q_low[b] = r
+            body_q_pred[b] = wp.transform(t_pred, wp.transform_get_rotation(body_q_pred[b]))
+            body_q_pred_low[b] = r_pred
+        else:
+            body_q[b] = displaced(body_q[b], t0, prev)
+            body_q_pred[b] = displaced(body_q_pred[b], t0, prev)
         body_q_prev[b] = wp.transform(t0, wp.transform_get_rotation(body_q_prev[b]))
 
 

@@ -29,7 +29,7 @@ def test_row_round_off_is_the_rounding_of_the_coordinates_a_row_reads(device):
     body_q = wp.array([[2.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0]], dtype=wp.transform, device=device)
     scale = wp.array([1.0, 4.0, 1.0], dtype=float, device=device)
     floor = wp.zeros(3, dtype=float, device=device)
-    wp.launch(multipliers.row_round_off, dim=3, inputs=[offsets, columns, values, particle_q, body_q, 2, scale],
+    wp.launch(multipliers.row_round_off, dim=3, inputs=[offsets, columns, values, particle_q, body_q, 2, 0, scale],
               outputs=[floor], device=device)
     expected = 3.44e-8 * np.array([np.sqrt(74.0), 4.0 * np.sqrt(1.0 + 0.04), np.sqrt(0.5)])
     np.testing.assert_allclose(floor.numpy(), expected, rtol=1e-6)

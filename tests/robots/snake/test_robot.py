@@ -196,20 +196,26 @@ def test_snake_at_rest_stays_at_rest(coarse, balance):
     assert moved < 2e-5
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError,
-                   reason="float32 positions resolve velocities only to their rounding over h (experiments/results/"
-                          "convergence.md, 'The time step and float32's velocity resolution')")
-def test_snake_at_rest_stays_at_rest_at_small_steps(coarse):
+@pytest.mark.parametrize("compensated", [
+    pytest.param(False, marks=pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
+        "float32 positions resolve velocities only to their rounding over h (experiments/results/convergence.md, "
+        "'The time step and float32's velocity resolution')"))),
+    True], ids=["float32", "compensated"])
+def test_snake_at_rest_stays_at_rest_at_small_steps(coarse, compensated):
     """The resting snake of ``test_snake_at_rest_stays_at_rest`` at 16 substeps per frame (1/1920 s), its own 8 x 40,
-    1 s: it should rest as at the gait's 1/240 s (kinetic energy at round-off, 1e-11 J; bound 1e-10 J). It does not:
-    every substep converges, yet velocities (x - x_n) / h carry the positions' float32 rounding over h, and the wheels,
-    which roll freely, keep it (measured 3.0e-9 J and 53 um after 1 s; 1.2e-8 J and 0.21 mm after 3 s; any iteration).
-    Strict: it passes once positions are stored finer than float32."""
+    1 s: it should rest as at the gait's 1/240 s (kinetic energy at round-off, 1e-11 J; bound 1e-10 J; moved less
+    than 20 um). With float32 positions it does not: every substep converges, yet velocities (x - x_n) / h carry the
+    positions' float32 rounding over h, and the wheels, which roll freely, keep it (measured 3.0e-9 J and 53 um after
+    1 s; any iteration). With ``SolverSettings.compensated_positions`` (each position a float32 pair) it rests:
+    measured 1.2e-11 J, moved 0.0 um (experiments/results/convergence.md, "Compensated positions")."""
     simulation = SnakeSimulation(1, config=coarse, seconds=1.0, substeps=16)
+    simulation.solver.compensated_positions = compensated
+    start = simulation.observe().com[0].copy()
     rest = np.zeros((1, coarse.link_count))
     for _ in range(simulation.frame_count):
         simulation.step(rest)
     assert float(simulation.model.kinetic_energy(simulation.state)[0]) < 1e-10
+    assert float(np.linalg.norm(simulation.observe().com[0, :2] - start[:2])) < 2e-5
 
 
 def test_coasting_snake_rolls_on_without_gaining_energy(coarse):
