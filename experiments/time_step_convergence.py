@@ -27,7 +27,7 @@ this one does not repeat (so that a finer substep can be added later). Files (in
 time_step_convergence_<resolution>_<seconds>s[_compensated].csv/.md for the snake (``--compensated``: every position kept
 as a float32 pair, ``SolverSettings.compensated_positions``, whose float32 rounding otherwise limits h below ~1/1000 s),
 
-time_step_convergence_vine.csv/.md for the vine.
+time_step_convergence_vine[_compensated].csv/.md for the vine.
 
 Usage: python experiments/time_step_convergence.py [--robot snake|vine] [--resolution coarse|paper] [--seconds 10]
            [--substeps 1,2,4,8] [--budgets 8x40,16x160] [--compensated] [--jobs N] [--report-only] [--out DIR]
@@ -85,9 +85,9 @@ def run_case(resolution, seconds, substeps, newton, linear, compensated=False):
             "wall_s": wall}
 
 
-def run_vine_case(number, substeps):
-    """Cluttered scene ``number`` at ``substeps`` per step: its tips (steps + 1, 2) [m] and a dict of results (in a
-    worker process)."""
+def run_vine_case(number, substeps, compensated=False):
+    """Cluttered scene ``number`` at ``substeps`` per step (``compensated``: positions as float32 pairs): its tips
+    (steps + 1, 2) [m] and a dict of results (in a worker process)."""
     import numpy as np
 
     from softsnake.console import quiet_warp
@@ -100,7 +100,8 @@ def run_vine_case(number, substeps):
     scene = load_scene(f"jitosho_cluttered_{number}")
     times, reference, _ = load_jitosho_rollout(number)
     start = time.perf_counter()
-    batch = VineBatch(specs_from_scene(scene) * (1 + VINE_MEMBERS), solver_options={"substeps": substeps})
+    batch = VineBatch(specs_from_scene(scene) * (1 + VINE_MEMBERS), solver_options={"substeps": substeps,
+                                                                                   "compensated_positions": compensated})
     body_q = batch.state.body_q.numpy()
     per_vine = body_q.shape[0] // (1 + VINE_MEMBERS)
     for k in range(1, 1 + VINE_MEMBERS):
@@ -141,13 +142,16 @@ def write_vine_files(out, rows, args):
             "from_next_finer_max_diameters", "from_finest_max_diameters", "from_finest_final_diameters",
             "perturbed_max_diameters", "unconverged_pct", "wall_s"]
     ordered = sorted(rows, key=lambda row: (row["scene"], row["substeps"]))
-    write_dict_csv(out / "time_step_convergence_vine.csv", [{key: row.get(key, "") for key in keys} for row in ordered])
+    stem = "time_step_convergence_vine" + ("_compensated" if args.compensated else "")
+    write_dict_csv(out / f"{stem}.csv", [{key: row.get(key, "") for key in keys} for row in ordered])
 
     def cell(row, key):
         return f"{row[key]:.4f}" if key in row else ""
 
-    lines = ["# The vine against the time step (seed 000's cluttered scenes, 449 steps of 1/90 s)", "",
-             f"`python experiments/time_step_convergence.py --robot vine --substeps {args.substeps}`; device "
+    lines = ["# The vine against the time step (seed 000's cluttered scenes, 449 steps of 1/90 s"
+             + (", compensated positions" if args.compensated else "") + ")", "",
+             f"`python experiments/time_step_convergence.py --robot vine --substeps {args.substeps}"
+             + (" --compensated" if args.compensated else "") + "`; device "
              f"{wp.get_device()} ({platform.processor() or platform.machine()}), warp {wp.__version__}. Each step of "
              "1/90 s in `substeps` substeps of h, the vine's own solver settings. Tip distances in tube diameters: from "
              "the original simulator's rollout (its own step, 1/90 s), from the next finer run and from the finest; "
@@ -163,7 +167,7 @@ def write_vine_files(out, rows, args):
                      f"{'yes' if row['same_side_every_step'] else 'no'} | {cell(row, 'from_next_finer_max_diameters')} | "
                      f"{cell(row, 'from_finest_max_diameters')} / {cell(row, 'from_finest_final_diameters')} | "
                      f"{row['perturbed_max_diameters']:.4f} | {row['unconverged_pct']:.1f} | {row['wall_s']:.1f} |")
-    (out / "time_step_convergence_vine.md").write_text("\n".join(lines) + "\n")
+    (out / f"{stem}.md").write_text("\n".join(lines) + "\n")
 
 
 def add_extrapolation(rows):
@@ -267,7 +271,7 @@ def main(argv=None):
                              "(default 1,2,4,8; the vine 1,2,4,8,16,32)")
     parser.add_argument("--budgets", default="8x40,16x160", help="NEWTONxLINEAR,...")
     parser.add_argument("--compensated", action="store_true",
-                        help="the snake's positions as float32 pairs (SolverSettings.compensated_positions)")
+                        help="positions as float32 pairs (SolverSettings.compensated_positions)")
     parser.add_argument("--jobs", type=int, default=None, help="cases run at once (default: the usable cores)")
     parser.add_argument("--report-only", action="store_true",
                         help="run nothing: rewrite the snake's Markdown table from its CSV")
@@ -296,7 +300,7 @@ def main(argv=None):
         return write_files(out, stem, every, add_extrapolation(every), args)
     # The costliest first, so that the processes end together.
     if args.robot == "vine":
-        cases = sorted(((number, s) for number in (1, 2) for s in substeps), key=lambda c: -c[1])
+        cases = sorted(((number, s, args.compensated) for number in (1, 2) for s in substeps), key=lambda c: -c[1])
     else:
         cases = sorted(((args.resolution, args.seconds, s, b["newton_iterations"], b["linear_iterations"], args.compensated)
                         for s in substeps for b in budgets), key=lambda c: -c[2] * c[3] * c[4])

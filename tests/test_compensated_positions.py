@@ -80,7 +80,7 @@ def test_stopping_distance_converges_at_first_order_to_smaller_steps(device, com
     -0.522 / -0.262 / -0.133 mm, ratios 1.99 and 1.98; accepted 1.8-2.2). With float32 positions the last ratio is
     1.66 (-0.533 / -0.272 / -0.164 mm; cold -0.346 mm at 1/3840 s): a substep's friction changes the position by
     mu g h^2 = 5e-8 m there, a few spacings of the coordinates a frame reads. The cold start runs to a Newton
-    tolerance of 1e-8 (compensated -0.521 / -0.260 / -0.131 mm): at the default 1e-5 it ends -0.085 mm at 1/3840 s,
+    tolerance of 1e-8 (compensated -0.519 / -0.261 / -0.129 mm): at the default 1e-5 it ends -0.085 mm at 1/3840 s,
     its substeps' Newton stop short of the friction's small change. (At 1/7680 s both end +0.18 mm long: the
     friction rows' smoothing, ``fb_epsilon`` 1e-9 m, is then a tenth of that change; convergence.md.)"""
     v0, mu = 2.0, 0.3

@@ -2,7 +2,8 @@
 
 Positions are the unknowns of each substep (first-order implicit Euler): the prediction
 x~ = x + h v + h^2 M^-1 f_ext is the Newton start, each Newton iteration moves positions by
-dx = M^-1 J^T dlambda, and the substep's velocities are (x - x_n) / h.
+dx = M^-1 J^T dlambda, and the substep's velocities are (x - x_n) / h. With ``SolverSettings.compensated_positions``
+each position is a float32 pair, and every addition here goes into the pair (``kernels.compensated``).
 """
 
 import warp as wp
