@@ -16,12 +16,13 @@ experiments/results), rewritten after each run, so an interrupted sweep keeps wh
 
 Usage: python experiments/gait_sensitivity.py [--resolution coarse|paper] [--seconds 10] [--budgets 8x40,16x160]
            [--starts plain,elastic] [--members 5] [--noise 1e-6] [--momentum-balance snake|on|off|bodies]
-           [--substeps S] [--compensated] [--tag NAME] [--out DIR]
+           [--substeps S] [--compensated|--float32] [--tag NAME] [--out DIR]
 
 ``--substeps`` splits each 1/120 s frame into S substeps (default: the gait's 2): the trajectory's own sensitivity
 at a smaller time step, against which the time-step study (time_step_convergence.py) compares its changes.
-``--compensated`` keeps every position as a float32 pair (``SolverSettings.compensated_positions``): below about
-1/1000 s float32 positions round the velocity, and the sensitivity they measure is partly theirs.
+``--compensated`` / ``--float32`` keep every position as a float32 pair, or none, instead of the engine's "auto"
+(``SolverSettings.compensated_positions``: pairs from substeps of 1/600 s): below about 1/1000 s float32 positions
+round the velocity, and the sensitivity they measure is partly theirs.
 
 Until the twenty-seventh session the script forced the plain iteration unless --momentum-balance was given; the
 files of earlier sessions say which they ran.
@@ -34,7 +35,8 @@ import time
 import numpy as np
 import warp as wp
 
-from softsnake.cli.common import experiment_parser, make_output_folder
+from softsnake.cli.common import (POSITION_SETTINGS, add_positions_option, experiment_parser, make_output_folder,
+                                  positions_suffix)
 from softsnake.output_files import write_dict_csv
 
 STARTS = {"plain": False, "elastic": True}
@@ -46,7 +48,7 @@ BALANCE_SUFFIXES = {"snake": "", "on": "_balanced", "off": "_plain_iteration", "
 
 
 def perturbed_run(resolution, seconds, newton, linear, elastic, members, noise, balance=None, substeps=None,
-                  compensated=False):
+                  positions="auto"):
     """Forward travel [m] of members + 1 snakes (snake 0 unperturbed) and the wall time [s]; ``balance``:
     ``SolverSettings.momentum_balance``, or None for the snake's own (``snake_solver``: its bodies balanced below 16
     Newton iterations, everything from 16); ``substeps`` per frame (None: the gait's)."""
@@ -55,7 +57,7 @@ def perturbed_run(resolution, seconds, newton, linear, elastic, members, noise, 
     sim = SnakeSimulation(members + 1, resolution=resolution, seconds=seconds, newton_iterations=newton,
                           linear_iterations=linear, substeps=substeps)
     sim.solver.elastic_warm_start = elastic
-    sim.solver.compensated_positions = compensated
+    sim.solver.compensated_positions = POSITION_SETTINGS[positions]
     if balance is not None:
         sim.solver.momentum_balance = balance
     q = sim.state.particle_q.numpy().reshape(members + 1, -1, 3)
@@ -83,8 +85,7 @@ def main(argv=None):
     parser.add_argument("--momentum-balance", choices=sorted(BALANCES), default="snake",
                         help="SolverSettings.momentum_balance: the snake's own (default), on, off or bodies")
     parser.add_argument("--substeps", type=int, default=None, help="substeps per 1/120 s frame (default: the gait's)")
-    parser.add_argument("--compensated", action="store_true",
-                        help="keep positions as float32 pairs (SolverSettings.compensated_positions)")
+    add_positions_option(parser)
     parser.add_argument("--tag", default=None, help="file name tag (default <resolution>_<seconds>s[_<S>substeps])")
     args = parser.parse_args(argv)
     starts = args.starts.split(",")
@@ -107,7 +108,7 @@ def main(argv=None):
     balance = BALANCES[args.momentum_balance]
     tag = args.tag or (f"{args.resolution}_{args.seconds:g}s" + BALANCE_SUFFIXES[args.momentum_balance]
                        + (f"_{args.substeps}substeps" if args.substeps else "")
-                       + ("_compensated" if args.compensated else ""))
+                       + positions_suffix(args)[0])
     print(f"device: {wp.get_device()} ({platform.processor() or platform.machine()}), warp {wp.__version__}; "
           f"{args.resolution} snake, {args.seconds:g} s, {args.members} snakes offset by N(0, {args.noise:g} m) "
           "per node and axis beside an unperturbed one", file=sys.stderr)
@@ -116,7 +117,7 @@ def main(argv=None):
     for newton, linear in sorted(budgets, key=lambda b: b[0] * b[1]):
         for start in starts:
             travel, wall = perturbed_run(args.resolution, args.seconds, newton, linear, STARTS[start], args.members,
-                                         args.noise, balance, args.substeps, args.compensated)
+                                         args.noise, balance, args.substeps, args.positions)
             for k, forward in enumerate(travel):
                 rows.append({"budget": f"{newton}x{linear}", "start": start, "snake": k,
                              "noise_m": 0.0 if k == 0 else args.noise, "forward_m": float(forward)})
@@ -139,14 +140,14 @@ def main(argv=None):
 def write_table(path, summary, args):
     lines = [f"# Gait travel of {args.members + 1} snakes a micrometre apart ({args.resolution} mesh, "
              f"{args.seconds:g} s" + (f", {args.substeps} substeps per 1/120 s frame" if args.substeps else "")
-             + (", compensated positions" if args.compensated else "") + ")", "",
+             + (f", {args.positions} positions" if positions_suffix(args)[0] else "") + ")", "",
              f"Snake 0 as built; snakes 1-{args.members} with every node offset by N(0, {args.noise:g} m) per axis "
              "(seed = snake). Forward travel of the centre of mass [mm]. Device: "
              f"{wp.get_device()}, warp {wp.__version__}. `python experiments/gait_sensitivity.py` "
              f"--resolution {args.resolution} --seconds {args.seconds:g} --members {args.members} "
              f"--noise {args.noise:g} --momentum-balance {args.momentum_balance}"
              + (f" --substeps {args.substeps}" if args.substeps else "")
-             + (" --compensated" if args.compensated else "") + ".", "",
+             + positions_suffix(args)[1] + ".", "",
              "| budget | start | unperturbed | mean | std | smallest / largest perturbed | spread | spread [%] | wall [s] |",
              "|---|---|---:|---:|---:|---|---:|---:|---:|"]
     for s in summary:

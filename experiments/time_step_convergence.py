@@ -24,13 +24,14 @@ observed order) [tube diameters], and how far three vines started a micrometre a
 Cases run in ``--jobs`` processes at once (default: the usable cores); after each one the CSV and the Markdown table
 are rewritten, so an interrupted run keeps what it finished; the snake's files keep the cases of earlier runs that
 this one does not repeat (so that a finer substep can be added later). Files (into --out, default experiments/results):
-time_step_convergence_<resolution>_<seconds>s[_compensated].csv/.md for the snake (``--compensated``: every position kept
-as a float32 pair, ``SolverSettings.compensated_positions``, whose float32 rounding otherwise limits h below ~1/1000 s),
+time_step_convergence_<resolution>_<seconds>s[_compensated|_float32].csv/.md for the snake (``--compensated`` /
+``--float32``: every position kept as a float32 pair, or none, instead of the engine's "auto" of
+``SolverSettings.compensated_positions``, which pairs them from substeps of 1/600 s),
 
-time_step_convergence_vine[_compensated].csv/.md for the vine.
+time_step_convergence_vine[_compensated|_float32].csv/.md for the vine.
 
 Usage: python experiments/time_step_convergence.py [--robot snake|vine] [--resolution coarse|paper] [--seconds 10]
-           [--substeps 1,2,4,8] [--budgets 8x40,16x160] [--compensated] [--jobs N] [--report-only] [--out DIR]
+           [--substeps 1,2,4,8] [--budgets 8x40,16x160] [--compensated|--float32] [--jobs N] [--report-only] [--out DIR]
 """
 
 import argparse
@@ -43,7 +44,8 @@ import time
 
 import warp as wp
 
-from softsnake.cli.common import experiment_parser, make_output_folder, parse_budget, positive_int_list
+from softsnake.cli.common import (POSITION_SETTINGS, add_positions_option, experiment_parser, make_output_folder, parse_budget,
+                                  positions_suffix, positive_int_list)
 from softsnake.errors import UsageError
 from softsnake.machine import usable_cores
 from softsnake.output_files import write_dict_csv
@@ -63,16 +65,16 @@ MAX_ORDER = 2.0
 """The largest: implicit Euler is first order, so a larger observed order means the changes collapsed (the finer runs
 meet within their own scatter) rather than an asymptotic rate to extrapolate with."""
 
-def run_case(resolution, seconds, substeps, newton, linear, compensated=False):
-    """One snake's gait at ``substeps`` per frame and the budget (``compensated``: positions as float32 pairs,
-    ``SolverSettings.compensated_positions``): a dict of the results (in a worker process)."""
+def run_case(resolution, seconds, substeps, newton, linear, positions="auto"):
+    """One snake's gait at ``substeps`` per frame and the budget (``positions``: a key of ``POSITION_SETTINGS``):
+    a dict of the results (in a worker process)."""
     from softsnake.console import quiet_warp
     from softsnake.robots.snake.simulation import SnakeSimulation
 
     quiet_warp()
     sim = SnakeSimulation(1, resolution=resolution, seconds=seconds, substeps=substeps, newton_iterations=newton,
                           linear_iterations=linear)
-    sim.solver.compensated_positions = compensated
+    sim.solver.compensated_positions = POSITION_SETTINGS[positions]
     start = time.perf_counter()
     trajectories = sim.run(progress=False)
     wall = time.perf_counter() - start
@@ -85,8 +87,8 @@ def run_case(resolution, seconds, substeps, newton, linear, compensated=False):
             "wall_s": wall}
 
 
-def run_vine_case(number, substeps, compensated=False):
-    """Cluttered scene ``number`` at ``substeps`` per step (``compensated``: positions as float32 pairs): its tips
+def run_vine_case(number, substeps, positions="auto"):
+    """Cluttered scene ``number`` at ``substeps`` per step (``positions``: a key of ``POSITION_SETTINGS``): its tips
     (steps + 1, 2) [m] and a dict of results (in a worker process)."""
     import numpy as np
 
@@ -101,7 +103,7 @@ def run_vine_case(number, substeps, compensated=False):
     times, reference, _ = load_jitosho_rollout(number)
     start = time.perf_counter()
     batch = VineBatch(specs_from_scene(scene) * (1 + VINE_MEMBERS), solver_options={"substeps": substeps,
-                                                                                   "compensated_positions": compensated})
+                                                                                   "compensated_positions": POSITION_SETTINGS[positions]})
     body_q = batch.state.body_q.numpy()
     per_vine = body_q.shape[0] // (1 + VINE_MEMBERS)
     for k in range(1, 1 + VINE_MEMBERS):
@@ -142,16 +144,16 @@ def write_vine_files(out, rows, args):
             "from_next_finer_max_diameters", "from_finest_max_diameters", "from_finest_final_diameters",
             "perturbed_max_diameters", "unconverged_pct", "wall_s"]
     ordered = sorted(rows, key=lambda row: (row["scene"], row["substeps"]))
-    stem = "time_step_convergence_vine" + ("_compensated" if args.compensated else "")
+    suffix, option = positions_suffix(args)
+    stem = "time_step_convergence_vine" + suffix
     write_dict_csv(out / f"{stem}.csv", [{key: row.get(key, "") for key in keys} for row in ordered])
 
     def cell(row, key):
         return f"{row[key]:.4f}" if key in row else ""
 
     lines = ["# The vine against the time step (seed 000's cluttered scenes, 449 steps of 1/90 s"
-             + (", compensated positions" if args.compensated else "") + ")", "",
-             f"`python experiments/time_step_convergence.py --robot vine --substeps {args.substeps}"
-             + (" --compensated" if args.compensated else "") + "`; device "
+             + (f", {args.positions} positions" if suffix else "") + ")", "",
+             f"`python experiments/time_step_convergence.py --robot vine --substeps {args.substeps}{option}`; device "
              f"{wp.get_device()} ({platform.processor() or platform.machine()}), warp {wp.__version__}. Each step of "
              "1/90 s in `substeps` substeps of h, the vine's own solver settings. Tip distances in tube diameters: from "
              "the original simulator's rollout (its own step, 1/90 s), from the next finer run and from the finest; "
@@ -209,11 +211,11 @@ def write_files(out, stem, rows, summary, args):
     ordered = sorted(rows, key=lambda row: (row["budget"], row["substeps"]))
     write_dict_csv(out / f"{stem}.csv", [{key: row.get(key, "") for key in keys} for row in ordered])
     lines = [f"# The snake's gait against the time step ({args.resolution} mesh, {args.seconds:g} s, offset 0"
-             + (", compensated positions" if args.compensated else "") + ")", "",
+             + (f", {args.positions} positions" if positions_suffix(args)[0] else "") + ")", "",
              f"`python experiments/time_step_convergence.py --resolution {args.resolution} --seconds {args.seconds:g} "
              f"--substeps {','.join(str(n) for n in sorted({row['substeps'] for row in rows}))} "
              f"--budgets {','.join(sorted({row['budget'] for row in rows}))}"
-             + (" --compensated" if args.compensated else "") + "` (cases of several runs kept together: the "
+             + positions_suffix(args)[1] + "` (cases of several runs kept together: the "
              f"wall times are each run's, beside other jobs); device {wp.get_device()} "
              f"({platform.processor() or platform.machine()}), warp {wp.__version__}. Frames of 1/120 s in "
              "`substeps` substeps of h; forward and lateral travel of the centre of mass; change: from the next coarser "
@@ -270,8 +272,7 @@ def main(argv=None):
                         help="substeps per step (the snake's 1/120 s frame, the vine's 1/90 s step), comma-separated "
                              "(default 1,2,4,8; the vine 1,2,4,8,16,32)")
     parser.add_argument("--budgets", default="8x40,16x160", help="NEWTONxLINEAR,...")
-    parser.add_argument("--compensated", action="store_true",
-                        help="positions as float32 pairs (SolverSettings.compensated_positions)")
+    add_positions_option(parser)
     parser.add_argument("--jobs", type=int, default=None, help="cases run at once (default: the usable cores)")
     parser.add_argument("--report-only", action="store_true",
                         help="run nothing: rewrite the snake's Markdown table from its CSV")
@@ -292,7 +293,7 @@ def main(argv=None):
     if jobs < 1:
         parser.error("--jobs must be at least 1")
     out = make_output_folder(args.out)
-    stem = f"time_step_convergence_{args.resolution}_{args.seconds:g}s" + ("_compensated" if args.compensated else "")
+    stem = f"time_step_convergence_{args.resolution}_{args.seconds:g}s" + positions_suffix(args)[0]
     if args.robot == "snake" and args.report_only:
         every = earlier_rows(out / f"{stem}.csv", set())
         if not every:
@@ -300,9 +301,9 @@ def main(argv=None):
         return write_files(out, stem, every, add_extrapolation(every), args)
     # The costliest first, so that the processes end together.
     if args.robot == "vine":
-        cases = sorted(((number, s, args.compensated) for number in (1, 2) for s in substeps), key=lambda c: -c[1])
+        cases = sorted(((number, s, args.positions) for number in (1, 2) for s in substeps), key=lambda c: -c[1])
     else:
-        cases = sorted(((args.resolution, args.seconds, s, b["newton_iterations"], b["linear_iterations"], args.compensated)
+        cases = sorted(((args.resolution, args.seconds, s, b["newton_iterations"], b["linear_iterations"], args.positions)
                         for s in substeps for b in budgets), key=lambda c: -c[2] * c[3] * c[4])
     print(f"device: {wp.get_device()} ({platform.processor() or platform.machine()}), warp {wp.__version__}; "
           f"{len(cases)} {args.robot} cases in {jobs} process(es)", file=sys.stderr)

@@ -86,7 +86,7 @@ def jacobian_commands(solver, state, control, h):
     # Row types other than tetrahedra have no block coupling; it stays zero from allocation
     # except on tetrahedral normal rows, which rewrite it every iteration.
     commands += [ctype.row_command(s, state, control, h) for ctype in s.constraint_types]
-    if s.compensated_positions:
+    if s.compensating:
         # Each row's residual moved from the values to the pairs (kernels.compensated).
         commands += [s.record(compensated.remainder_vectors, s.entity_count, [
                          state.particle_q_low, s.particle_q_prev_low, state.body_q_low, s.body_q_prev_low,
@@ -170,7 +170,7 @@ def displacement_commands(solver, state):
     commands = [s.record(integration.substep_displacements, s.entity_count, [
         state.particle_q, s.particle_q_prev, s.particle_q_pred, state.body_q, s.body_q_prev, s.body_q_pred,
         s.model.particle_count], outputs=[s.displacement, s.offset])]
-    if s.compensated_positions:
+    if s.compensating:
         commands.append(s.record(compensated.add_remainder_differences, s.entity_count, [
             state.particle_q_low, s.particle_q_prev_low, s.particle_q_pred_low, state.body_q_low, s.body_q_prev_low,
             s.body_q_pred_low, s.model.particle_count], outputs=[s.displacement, s.offset]))
@@ -203,12 +203,12 @@ def round_off_commands(solver, state):
     m, s = solver.model, solver
     commands = [s.record(multipliers.row_round_off, m.row_count, [
         m.solve_offsets, m.solve_columns, s.J_solve_values, state.particle_q, state.body_q, m.particle_count,
-        int(s.compensated_positions), s.row_residual_scale], outputs=[s.row_floor])]
+        int(s.compensating), s.row_residual_scale], outputs=[s.row_floor])]
     commands += world_dot_commands(s, s.row_floor, s.row_floor, s.merit_floor, weight=s.inv_diagonal)
     if s.balances_momentum:
         commands.append(s.record(momentum.add_momentum_round_off, m.world_count, [
             m.particle_world_start_device, m.body_world_start_device, int(s.momentum_first_entity == 0),
-            int(s.compensated_positions), state.particle_q, m.particle_inv_mass,
+            int(s.compensating), state.particle_q, m.particle_inv_mass,
             state.body_q, m.body_inv_mass, m.body_inertia], outputs=[s.merit_floor]))
     return commands
 
@@ -309,7 +309,7 @@ def copy_where_commands(solver, lam_source, q_source, lam_target, q_target):
     return [s.record(multipliers.copy_rows_where, m.row_count, [m.row_world, s.world_taken, lam_source],
                      outputs=[lam_target]),
             s.record(integration.copy_positions_where, s.entity_count, [
-                m.particle_count, m.particle_world, m.body_world, s.world_taken, *q_source, int(s.compensated_positions)],
+                m.particle_count, m.particle_world, m.body_world, s.world_taken, *q_source, int(s.compensating)],
                 outputs=list(q_target))]
 
 
@@ -325,17 +325,17 @@ def least_positions(solver):
 
 
 def remainder_copy_commands(solver, targets, sources):
-    """Copies of the remainders (``SolverSettings.compensated_positions``; off: none)."""
-    if not solver.compensated_positions:
+    """Copies of the remainders (``Solver.compensating``; off: none)."""
+    if not solver.compensating:
         return []
     return [copy_command(target, source) for target, source in zip(targets, sources)]
 
 
 def compensation(solver, state, kernel):
-    """The trailing arguments of an integration or frame kernel for ``SolverSettings.compensated_positions``
+    """The trailing arguments of an integration or frame kernel for ``Solver.compensating``
     (``kernels.compensated``): the flag, then the remainders that kernel reads and writes."""
     s = solver
-    flag = int(s.compensated_positions)
+    flag = int(s.compensating)
     return {
         "predict_particles": (flag, state.particle_q_low, s.particle_q_prev_low, s.particle_q_pred_low),
         "predict_bodies": (flag, state.body_q_low, s.body_q_prev_low, s.body_q_pred_low),

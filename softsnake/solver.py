@@ -141,6 +141,9 @@ class Solver:
         """Recordings by key (``_recording_key_of``), least recently used first, at most ``RECORDINGS_KEPT``."""
         self._recording_key = None
         """The key of the last step's recording (``residual_norms`` evaluates that step)."""
+        self.compensating = False
+        """Whether the substeps being recorded keep positions as float32 pairs (``SolverSettings.compensates_positions``
+        of their length; the command builders of ``softsnake.newton`` read it)."""
         self._checked = set()
         self._launch_now = False
         self._checked_through = 0
@@ -305,6 +308,7 @@ class Solver:
                               "that step's state_out, control and dt, and no solver setting changed in between")
         recording = self._recordings[self._recording_key]
         if "residuals" not in recording:
+            self.compensating = self.settings.compensates_positions(h)
             recording["residuals"] = residuals.residual_commands(self, state, control, h)
         self._run(recording["residuals"])
         return residuals.residual_norms(self, h)
@@ -414,6 +418,7 @@ class Solver:
         if key in self._recordings:
             self._recordings.move_to_end(key)
         else:
+            self.compensating = self.settings.compensates_positions(h)
             has_rows = self.model.row_count > 0
             self._recordings[key] = {
                 "predict": newton.predict_commands(self, state, h),

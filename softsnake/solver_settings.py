@@ -21,6 +21,10 @@ MOMENTUM_BALANCE_MIN_NEWTON = 16
 """Newton iterations from which ``momentum_balance="auto"`` balances momentum: a stiff bar pulled at 0.1 s
 steps rests at its converged stretch from 16 x 100 on balanced (to 1e-4), 15 % short at 8 x 100
 (experiments/results/convergence.md, "Momentum balance by default")."""
+COMPENSATED_POSITIONS_MAX_STEP = 1.0 / 600.0
+"""The longest substep [s] at which ``compensated_positions="auto"`` keeps positions as float32 pairs: the coarse
+snake at rest creeps 18 um in 3 s at 1/960 s with float32 positions and 209 um at 1/1920 s, 1.5 um at 1/480 s and
+8 um at 1/240 s; compensated, at most 4 um at every step (experiments/results/snake_at_rest.md)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -168,9 +172,15 @@ class SolverSettings:
             constraints read and the remainder its rounding dropped (``softsnake.kernels.compensated``), so that
             the velocity (x - x_n) / h carries no rounding of the positions. Float32 positions resolve velocities
             only to their spacing over h (6e-5 m/s at h = 1/1920 s 0.3 m from the world's frame), and what rolls
-            freely keeps that: below about 1/1000 s the coarse snake at rest gains energy (experiments/results/
-            convergence.md, "Compensated positions"). Costs two more vec3 per entity in the state and four in the
-            solver, and one row kernel per assembly. Off (the default): every result bit for bit the float32 one.
+            freely keeps that: at 1/1920 s the coarse snake at rest gathers 1.2e-8 J and creeps 0.2 mm in 3 s,
+            compensated 2.6e-11 J and 0.6 um (experiments/results/convergence.md, "Compensated positions"). It
+            costs two vec3 per entity in the state and eight in the solver, an entity and a row kernel per
+            assembly, and, since the Newton loop's round-off floor then counts no rounding of the positions, the
+            rest of the budget where a substep used to stop at that floor (the resting snake at 1/1920 s: 1.7 times
+            the wall time). "auto" (the default) keeps them for substeps of at most
+            ``COMPENSATED_POSITIONS_MAX_STEP`` (1/600 s: from 8 substeps of the snake's 1/120 s frame), where
+            float32's rounding shows; at longer substeps every result is bit for bit the float32 one, as with
+            False. True or False force it.
 
     Contacts:
 
@@ -253,7 +263,7 @@ class SolverSettings:
     line_search_halvings: int = 3
     wander_limit: float = 1000.0
     momentum_balance: bool | str = "auto"
-    compensated_positions: bool = False
+    compensated_positions: bool | str = "auto"
     contact_margin: float = 0.01
     fb_epsilon: float = 1.0e-9
     contact_regularization: float = 1.0e-2
@@ -291,14 +301,15 @@ class SolverSettings:
             object.__setattr__(self, name, value)
         if self.linear_solver not in LINEAR_SOLVERS:
             raise ConfigError(f"linear_solver must be one of {', '.join(LINEAR_SOLVERS)}, got {self.linear_solver!r}")
-        for name, words in (("elastic_warm_start", ("auto",)), ("momentum_balance", MOMENTUM_BALANCE_WORDS)):
+        for name, words in (("elastic_warm_start", ("auto",)), ("momentum_balance", MOMENTUM_BALANCE_WORDS),
+                            ("compensated_positions", ("auto",))):
             value = getattr(self, name)
             if isinstance(value, str) and value in words:
                 continue
             if isinstance(value, str) or value not in (True, False):  # also numpy booleans, 0 and 1
                 raise ConfigError(f"{name} must be True, False or {' or '.join(repr(w) for w in words)}, got {value!r}")
             object.__setattr__(self, name, bool(value))
-        for name in ("warm_start", "line_search", "check_finite", "capture_graph", "compensated_positions"):
+        for name in ("warm_start", "line_search", "check_finite", "capture_graph"):
             object.__setattr__(self, name, bool(getattr(self, name)))
 
     @property
@@ -319,6 +330,13 @@ class SolverSettings:
         if self.momentum_balance == "auto":
             return self.newton_iterations >= MOMENTUM_BALANCE_MIN_NEWTON
         return bool(self.momentum_balance)
+
+    def compensates_positions(self, h):
+        """Whether substeps of ``h`` [s] keep positions as float32 pairs: ``compensated_positions`` True, or "auto"
+        and h at most ``COMPENSATED_POSITIONS_MAX_STEP``."""
+        if self.compensated_positions == "auto":
+            return h <= COMPENSATED_POSITIONS_MAX_STEP
+        return bool(self.compensated_positions)
 
     @property
     def balances_bodies_only(self):

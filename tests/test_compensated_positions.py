@@ -147,3 +147,17 @@ def test_rows_see_the_remainders(device):
     assert rod == pytest.approx(2e-8, rel=1e-3) and friction == pytest.approx(0.0, abs=1e-12)
     rod, friction = residuals(True, along, 0.0 * along) - base
     assert rod == pytest.approx(2e-8, rel=1e-3) and abs(friction) == pytest.approx(2e-8, rel=1e-3)
+
+
+def test_auto_compensates_from_substeps_of_1_600_s():
+    """``compensated_positions="auto"`` (the default) pairs positions for substeps of at most 1/600 s (from 8 substeps
+    of a 1/120 s frame), where float32's rounding shows in the resting snake; True and False force it; anything else
+    is a one-line error naming the setting."""
+    settings = softsnake.SolverSettings()
+    assert settings.compensated_positions == "auto"
+    assert not settings.compensates_positions(1.0 / 240.0) and not settings.compensates_positions(1.0 / 480.0)
+    assert settings.compensates_positions(1.0 / 960.0) and settings.compensates_positions(1.0 / 1920.0)
+    assert softsnake.SolverSettings(compensated_positions=True).compensates_positions(1.0 / 60.0)
+    assert not softsnake.SolverSettings(compensated_positions=False).compensates_positions(1.0e-5)
+    with pytest.raises(softsnake.ConfigError, match="compensated_positions must be True, False or 'auto'"):
+        softsnake.SolverSettings(compensated_positions="yes")

@@ -55,6 +55,26 @@ def add_budget_option(parser, steps, default):
                              f"(default: {default})")
 
 
+POSITION_SETTINGS = {"auto": "auto", "compensated": True, "float32": False}
+"""``add_positions_option``'s choices: the value of ``SolverSettings.compensated_positions`` of each."""
+
+
+def add_positions_option(parser):
+    """``--compensated`` / ``--float32`` (an experiment script's): force ``SolverSettings.compensated_positions`` on or
+    off; neither keeps the engine's "auto" (on from substeps of 1/600 s). ``args.positions`` holds the choice, a key
+    of ``POSITION_SETTINGS``."""
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument("--compensated", dest="positions", action="store_const", const="compensated", default="auto",
+                       help="keep positions as float32 pairs at every substep (SolverSettings.compensated_positions)")
+    group.add_argument("--float32", dest="positions", action="store_const", const="float32",
+                       help="float32 positions at every substep, the engine before its 'auto' compensation")
+
+
+def positions_suffix(args):
+    """The file-name ending (``_compensated``, ``_float32``, or nothing for "auto") and the option as typed."""
+    return ("", "") if args.positions == "auto" else (f"_{args.positions}", f" --{args.positions}")
+
+
 def parse_budget(text, default):
     """A solver budget {"newton_iterations": N, "linear_iterations": L} from "NxL" (``--budget``); None gives a copy
     of ``default``. UsageError naming the option unless N and L are whole numbers of at least 1."""

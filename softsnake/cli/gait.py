@@ -107,9 +107,9 @@ def add_arguments(parser):
     parser.add_argument("--substeps", type=int, default=None, metavar="S",
                         help="implicit-Euler substeps per 1/120 s frame (default: seed 001's 2); the travel depends "
                              "on them too: experiments/results/snake.md, \"The gait against the time step\"")
-    parser.add_argument("--compensated-positions", action="store_true",
-                        help="keep positions as float32 pairs, for --substeps of 8 and more, where float32 positions "
-                             "round the snake's velocities (SolverSettings.compensated_positions)")
+    parser.add_argument("--compensated-positions", action=argparse.BooleanOptionalAction, default=None,
+                        help="keep positions as float32 pairs, where float32 positions round the snake's velocities "
+                             "(default: from 8 substeps on, SolverSettings.compensated_positions's 'auto')")
     parser.add_argument("--resume", action="store_true",
                         help="go on with the interrupted run in --out DIR (its gait.resume.npz) and write the whole "
                              "run's files; give the interrupted run's options")
@@ -247,8 +247,8 @@ def run(args):
     check_workers(args)
     budget = parse_budget(args.budget, SNAKE_BUDGET)
     budget["substeps"] = SolverSettings().substeps if args.substeps is None else args.substeps
-    if args.compensated_positions:
-        budget["compensated_positions"] = True
+    if args.compensated_positions is not None:
+        budget["compensated_positions"] = args.compensated_positions
     check_at_least("--substeps", budget["substeps"], 1)
     gait = gait_from_args(args)
     config = snake_config(args)

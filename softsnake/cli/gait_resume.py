@@ -42,7 +42,7 @@ def run_settings(args, gait, budget, config):
         "device": "cuda" if str(args.device).startswith("cuda") else str(args.device),
         "budget": f"{budget['newton_iterations']}x{budget['linear_iterations']}",
         "substeps": budget["substeps"],
-        "compensated positions": bool(budget.get("compensated_positions", False)),
+        "compensated positions": budget.get("compensated_positions", "auto"),
         "latency": bool(args.latency),
         "supply-psi": args.supply_psi,
         "frequency": gait.frequency.tolist(),

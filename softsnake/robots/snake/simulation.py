@@ -243,8 +243,8 @@ class SnakeSimulation:
     spacing: distance between neighbouring snakes along y [m]
     substeps, newton_iterations, linear_iterations: solver budget; None: the snake's (``SNAKE_BUDGET``
         over ``SolverSettings``; the paper ran 2, 4, 20)
-    compensated_positions: keep positions as float32 pairs (``SolverSettings.compensated_positions``): for substeps
-        below about 1/1000 s, where float32 positions round the snake's velocities
+    compensated_positions: ``SolverSettings.compensated_positions`` (True, False or "auto"; None: the engine's
+        "auto", which keeps positions as float32 pairs from 8 substeps per frame on)
     first_snake: place of the first of these snakes in a longer row [-]: snake k stands at
         (first_snake + k) * spacing (a worker's share of a row, softsnake.robots.snake.workers)
 
@@ -256,7 +256,7 @@ class SnakeSimulation:
     def __init__(self, snake_count, *, resolution="coarse", device=None, gait=None, latency=True,
                  supply_pressure=SUPPLY_PRESSURE_DEFAULT, dt=DT_DEFAULT, seconds=5.0, config=None,
                  spacing=SPACING_DEFAULT, substeps=None, newton_iterations=None, linear_iterations=None,
-                 compensated_positions=False, first_snake=0):
+                 compensated_positions=None, first_snake=0):
         positive_integer("snake_count", snake_count)
         for name, value in (("dt", dt), ("seconds", seconds), ("spacing", spacing)):
             positive_number(name, value)
@@ -282,7 +282,7 @@ class SnakeSimulation:
         self.frames_done = 0
         """Frames stepped so far, by ``run`` or ``step`` [-]: the simulated time is ``frames_done * dt``."""
         budget = {"substeps": substeps, "newton_iterations": newton_iterations, "linear_iterations": linear_iterations,
-                  "compensated_positions": True if compensated_positions else None}
+                  "compensated_positions": compensated_positions}
         self._build_worlds(resolution, device, {k: v for k, v in budget.items() if v is not None}, int(first_snake))
         self._total_mass = self._particle_mass.sum(axis=1) + self._body_mass.sum(axis=1)
 

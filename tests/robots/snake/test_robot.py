@@ -200,14 +200,15 @@ def test_snake_at_rest_stays_at_rest(coarse, balance):
     pytest.param(False, marks=pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
         "float32 positions resolve velocities only to their rounding over h (experiments/results/convergence.md, "
         "'The time step and float32's velocity resolution')"))),
-    True], ids=["float32", "compensated"])
+    "auto"], ids=["float32", "auto"])
 def test_snake_at_rest_stays_at_rest_at_small_steps(coarse, compensated):
     """The resting snake of ``test_snake_at_rest_stays_at_rest`` at 16 substeps per frame (1/1920 s), its own 8 x 40,
     1 s: it should rest as at the gait's 1/240 s (kinetic energy at round-off, 1e-11 J; bound 1e-10 J; moved less
     than 20 um). With float32 positions it does not: every substep converges, yet velocities (x - x_n) / h carry the
     positions' float32 rounding over h, and the wheels, which roll freely, keep it (measured 3.0e-9 J and 53 um after
-    1 s; any iteration). With ``SolverSettings.compensated_positions`` (each position a float32 pair) it rests:
-    measured 1.2e-11 J, moved 0.0 um (experiments/results/convergence.md, "Compensated positions")."""
+    1 s; any iteration). With ``SolverSettings.compensated_positions`` (each position a float32 pair), which the
+    default "auto" turns on at this step, it rests: measured 1.2e-11 J, moved 0.0 um (experiments/results/
+    convergence.md, "Compensated positions")."""
     simulation = SnakeSimulation(1, config=coarse, seconds=1.0, substeps=16)
     simulation.solver.compensated_positions = compensated
     start = simulation.observe().com[0].copy()
