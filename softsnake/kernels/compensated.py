@@ -19,8 +19,9 @@ velocity, and the rows see it to first order:
   motion since the substep's start (friction's slip, a prismatic drive's extension) add J (r - r_n) instead
   (``ConstraintType.rows_from_start``).
 
-The Newton iteration then determines the positions continuously instead of up to their spacing. Off (the default),
-none of these kernels run and the others skip the remainders: every result is bit for bit the float32 one.
+The Newton iteration then determines the positions continuously instead of up to their spacing. Where the solver does
+not compensate (``SolverSettings.compensates_positions``: "auto" from substeps of 1/600 s on), none of these kernels
+run and the others skip the remainders: every result is bit for bit the float32 one.
 """
 
 import warp as wp
@@ -35,13 +36,16 @@ wp.set_module_options({"enable_backward": False})
 @wp.func
 def pair_add(hi: wp.vec3, lo: wp.vec3, d: wp.vec3):
     """(hi, lo) + d as a renormalised pair (hi', lo'): hi' = fl(hi + lo + d), lo' what hi' leaves of the exact sum
-    (Knuth's two-sum of hi and d, the remainders added, then a fast two-sum: |lo'| <= half hi''s spacing)."""
+    (Knuth's two-sum of hi and d, the remainders added, then a second two-sum: |lo'| <= half hi''s spacing). Two
+    full two-sums, not a fast one for the second: in a world's frame a value can be smaller than its remainder's
+    sum (a coordinate near the frame's origin), where the fast two-sum's ordering does not hold."""
     s = hi + d
     b = s - hi
     err = (hi - (s - b)) + (d - b)
     t = lo + err
     out = s + t
-    return out, t - (out - s)
+    c = out - s
+    return out, (s - (out - c)) + (t - c)
 
 
 @wp.func
