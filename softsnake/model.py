@@ -31,9 +31,9 @@ class State:
         """Body poses (centre of mass [m], rotation), transform, shape (body_count,)."""
         self.particle_q_low: wp.array = wp.zeros_like(model.particle_qd)
         """What float32 rounding dropped of each particle position [m], vec3, shape (particle_count,): the position is
-        particle_q + particle_q_low, |particle_q_low| at most half particle_q's spacing. Zero unless the solver
-        keeps ``SolverSettings.compensated_positions``; a position assigned from outside keeps a stale remainder of
-        at most that size."""
+        particle_q + particle_q_low, |particle_q_low| at most half particle_q's spacing. Written only by substeps that
+        compensate (``SolverSettings.compensated_positions``: "auto" from substeps of 1/600 s on), kept as it is by
+        the others; a position assigned from outside keeps a stale remainder of at most that size."""
         self.body_q_low: wp.array = wp.zeros(model.body_count, dtype=wp.vec3, device=model.device)
         """What float32 rounding dropped of each body's centre of mass [m], vec3, shape (body_count,) (as
         ``particle_q_low``)."""
