@@ -44,6 +44,7 @@ backward pass, and the next backward would see it.
 """
 
 import dataclasses
+import functools
 
 import numpy as np
 import scipy.sparse
@@ -210,12 +211,14 @@ class _StepEquations:
             m.particle_count], outputs=[scratch, u])
         return u.numpy()
 
+    @functools.cached_property
     def no_remainders(self):
         """``positions_from_prediction``'s trailing arguments with compensation off: the float32 step is the one
-        differentiated (``SolverSettings.compensated_positions`` changes it at round-off only)."""
+        differentiated (``SolverSettings.compensated_positions`` changes it at round-off only). The remainder arrays
+        are neither read nor written then, so one zero array of each size serves every call."""
         m = self.model
-        return (0, self.zeros(m.particle_count, wp.vec3), self.zeros(m.body_count, wp.vec3),
-                self.zeros(m.particle_count, wp.vec3), self.zeros(m.body_count, wp.vec3))
+        particles, bodies = self.zeros(m.particle_count, wp.vec3), self.zeros(m.body_count, wp.vec3)
+        return 0, particles, bodies, particles, bodies
 
     def positions(self, u, predicted):
         """x = x~ (+) u into fresh arrays (launched on the caller's tape)."""
@@ -223,7 +226,7 @@ class _StepEquations:
         x_p = self.zeros(m.particle_count, wp.vec3)
         x_b = self.zeros(m.body_count, wp.transform)
         wp.launch(integration.positions_from_prediction, self.solver.entity_count, device=d, inputs=[
-            u, m.particle_count, predicted["particle_q"], predicted["body_q"]], outputs=[x_p, x_b, *self.no_remainders()])
+            u, m.particle_count, predicted["particle_q"], predicted["body_q"]], outputs=[x_p, x_b, *self.no_remainders])
         return x_p, x_b
 
     def outputs(self, u, predicted):

@@ -250,11 +250,13 @@ def set_entity_position(
     else:
         b = nonnegative(e - particle_count)
         tf = body_q_pred[b]
-        p = wp.transform_get_translation(tf) + du
+        p = wp.vec3()
         if compensated != 0:
             p_pair, lo = pair_add(wp.transform_get_translation(tf), body_q_pred_low[b], du)
             p = p_pair
             body_q_low[b] = lo
+        else:
+            p = wp.transform_get_translation(tf) + du
         q = integrate_rotation(wp.transform_get_rotation(tf), wp.vec3(u[base + 3], u[base + 4], u[base + 5]), 1.0)
         body_q[b] = wp.transform(p, q)
 

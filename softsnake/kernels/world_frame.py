@@ -112,6 +112,13 @@ def displaced(tf: wp.transform, t0: wp.vec3, prev: wp.vec3):
     return wp.transform(t0 + (wp.transform_get_translation(tf) - prev), wp.transform_get_rotation(tf))
 
 
+@wp.func
+def displaced_pair(x0: wp.vec3, r_n: wp.vec3, x: wp.vec3, r: wp.vec3, prev: wp.vec3):
+    """The pair (x0, r_n) moved by the substep's displacement (x + r) - (prev + r_n) (``kernels.compensated``)."""
+    out, low = pair_add(x0, r_n, (x - prev) + (r - r_n))
+    return out, low
+
+
 @wp.kernel(enable_backward=False)  # never on a wp.Tape: a change of frame, not a differentiable step
 def leave_world_frames(particle_count: int, particle_world: wp.array(dtype=int), body_world: wp.array(dtype=int),
                        frame_shift: wp.array(dtype=wp.vec3), particle_q_start: wp.array(dtype=wp.vec3),
@@ -135,8 +142,8 @@ def leave_world_frames(particle_count: int, particle_world: wp.array(dtype=int),
         prev = particle_q_prev[e]
         if compensated != 0:
             r_n = particle_q_prev_low[e]
-            x, r = pair_add(x0, r_n, (particle_q[e] - prev) + (particle_q_low[e] - r_n))
-            x_pred, r_pred = pair_add(x0, r_n, (particle_q_pred[e] - prev) + (particle_q_pred_low[e] - r_n))
+            x, r = displaced_pair(x0, r_n, particle_q[e], particle_q_low[e], prev)
+            x_pred, r_pred = displaced_pair(x0, r_n, particle_q_pred[e], particle_q_pred_low[e], prev)
             particle_q[e] = x
             particle_q_low[e] = r
             particle_q_pred[e] = x_pred
@@ -151,9 +158,9 @@ def leave_world_frames(particle_count: int, particle_world: wp.array(dtype=int),
         prev = wp.transform_get_translation(body_q_prev[b])
         if compensated != 0:
             r_n = body_q_prev_low[b]
-            t, r = pair_add(t0, r_n, (wp.transform_get_translation(body_q[b]) - prev) + (body_q_low[b] - r_n))
-            t_pred, r_pred = pair_add(t0, r_n, (wp.transform_get_translation(body_q_pred[b]) - prev)
-                                      + (body_q_pred_low[b] - r_n))
+            t, r = displaced_pair(t0, r_n, wp.transform_get_translation(body_q[b]), body_q_low[b], prev)
+            t_pred, r_pred = displaced_pair(t0, r_n, wp.transform_get_translation(body_q_pred[b]), body_q_pred_low[b],
+                                            prev)
             body_q[b] = wp.transform(t, wp.transform_get_rotation(body_q[b]))
             body_q_low[b] = r
             body_q_pred[b] = wp.transform(t_pred, wp.transform_get_rotation(body_q_pred[b]))
