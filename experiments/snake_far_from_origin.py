@@ -10,6 +10,10 @@ from the snake at the origin. Run it on the code before the frame (a checkout of
 the comparison.
 
     python experiments/snake_far_from_origin.py [--seconds 3] [--distances 0,10,30,100] [--substeps 2]
+        [--compensated | --float32]
+
+``--compensated`` / ``--float32`` force ``SolverSettings.compensated_positions`` (default: the engine's "auto",
+float32 at the gait's 2 substeps); compensated, the centre of mass includes the positions' remainders.
 """
 
 import argparse
@@ -18,6 +22,7 @@ import sys
 import numpy as np
 
 import softsnake
+from softsnake.cli.common import POSITION_SETTINGS, add_positions_option, positions_suffix
 from softsnake.console import quiet_warp
 from softsnake.robots.snake.config import load_snake_config
 from softsnake.robots.snake.gait import GaitParams, gait_command
@@ -27,17 +32,26 @@ from softsnake.robots.snake.simulation import snake_solver
 DT = 1.0 / 120.0
 
 
-def travel(distance, seconds, substeps):
+def centre_of_mass(state, mass):
+    """The particles' centre of mass [m], float64, with the positions' remainders where the state has them."""
+    q = state.particle_q.numpy().astype(np.float64)
+    low = getattr(state, "particle_q_low", None)  # older checkouts have no remainders
+    if low is not None:
+        q += low.numpy()
+    return np.average(q, axis=0, weights=mass)
+
+
+def travel(distance, seconds, substeps, **positions):
     """Centre-of-mass travel [m] (3,) of a coarse snake built ``distance`` m out along x, after ``seconds``."""
     config = load_snake_config(resolution="coarse")
     builder = softsnake.ModelBuilder()
     builder.add_ground(mu=config.friction)
     snake = add_snake(builder, config, "coarse", position=(distance, 0.0, 0.0))
     model = builder.finalize("cpu")
-    solver = snake_solver(model, substeps=substeps)
+    solver = snake_solver(model, substeps=substeps, **positions)
     state, control = model.state(), model.control()
     mass = model.particle_mass_numpy().astype(np.float64)
-    start = np.average(state.particle_q.numpy().astype(np.float64), axis=0, weights=mass)
+    start = centre_of_mass(state, mass)
     gait = GaitParams(snake_count=1)
     # Its own loop rather than simulation.step_gait, so that it runs on the older checkouts it is compared with.
     for frame in range(1, int(round(seconds / DT)) + 1):
@@ -45,7 +59,7 @@ def travel(distance, seconds, substeps):
         command = gait_command(gait, frame * DT, config.link_count)[:, ::-1]
         control.pressure.assign(chamber_pressures(model, snake.link_channels, command))
         solver.step(state, state, control, DT)
-    return np.average(state.particle_q.numpy().astype(np.float64), axis=0, weights=mass) - start
+    return centre_of_mass(state, mass) - start
 
 
 def main(argv=None):
@@ -53,16 +67,18 @@ def main(argv=None):
     parser.add_argument("--seconds", type=float, default=3.0)
     parser.add_argument("--distances", default="0,10,30,100")
     parser.add_argument("--substeps", type=int, default=2)
+    add_positions_option(parser)
     args = parser.parse_args(argv)
+    positions = {"compensated_positions": POSITION_SETTINGS[args.positions]}
     quiet_warp()
     distances = [float(d) for d in args.distances.split(",")]
     print(f"coarse snake, paper gait without latency, {args.seconds:g} s in {args.substeps} substeps per 1/120 s "
-          f"frame, built d m out along x (softsnake {softsnake.__file__})")
+          f"frame{positions_suffix(args)[1]}, built d m out along x (softsnake {softsnake.__file__})")
     print("| d [m] | forward [mm] | lateral [mm] | from the snake at 0: x / y [mm] |")
     print("|---:|---:|---:|---|")
     reference = None
     for d in distances:
-        t = travel(d, args.seconds, args.substeps)
+        t = travel(d, args.seconds, args.substeps, **positions)
         reference = t if reference is None else reference
         print(f"| {d:g} | {1e3 * t[0]:.3f} | {1e3 * t[1]:.3f} | {1e3 * (t[0] - reference[0]):+.3f} / "
               f"{1e3 * (t[1] - reference[1]):+.3f} |", flush=True)
