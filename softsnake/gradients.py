@@ -81,7 +81,7 @@ def tape_rows(solver, state, control, h, constraint_types=None):
 
 # ---------------------------------------------------------------------- rollout gradients
 
-CONTACT_ARRAYS = ("contact_active", "contact_anchor", "contact_normal", "contact_surface", "contact_start")
+CONTACT_ARRAYS = ("contact_active", "contact_anchor", "contact_normal", "contact_touch", "contact_start")
 """The solver's arrays of a substep's detected contacts, which the rows act on."""
 
 CONTROL_ARRAYS = ("pressure", "joint_target", "prismatic_rate")

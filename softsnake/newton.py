@@ -92,7 +92,7 @@ def jacobian_commands(solver, state, control, h):
                          state.particle_q_low, s.particle_q_prev_low, state.body_q_low, s.body_q_prev_low,
                          m.particle_count], outputs=[s.remainder, s.remainder_since_start]),
                      s.record(compensated.add_remainders_to_rows, m.row_count, [
-                         m.J_offsets, m.J_columns, s.J_values, s.row_from_start, s.remainder,
+                         m.J_offsets, m.J_columns, s.J_values, s.row_from_start, s.row_reads_remainders, s.remainder,
                          s.remainder_since_start], outputs=[s.row_c])]
     if m.solve_compact:
         commands.append(s.record(rows.gather_solve_values, m.solve_nnz, [
@@ -337,11 +337,12 @@ def compensation(solver, state, kernel):
     s = solver
     flag = int(s.compensating)
     return {
-        "predict_particles": (flag, state.particle_q_low, s.particle_q_prev_low, s.particle_q_pred_low),
-        "predict_bodies": (flag, state.body_q_low, s.body_q_prev_low, s.body_q_pred_low),
+        "predict_particles": (flag, state.particle_q_low, s.particle_q_prev_low, s.particle_q_pred_low,
+                              state.particle_qd_low),
+        "predict_bodies": (flag, state.body_q_low, s.body_q_prev_low, s.body_q_pred_low, state.body_qd_low),
         "position": (flag, s.particle_q_pred_low, s.body_q_pred_low, state.particle_q_low, state.body_q_low),
-        "particle_velocities": (flag, state.particle_q_low, s.particle_q_pred_low),
-        "body_velocities": (flag, state.body_q_low, s.body_q_pred_low),
+        "particle_velocities": (flag, state.particle_q_low, s.particle_q_pred_low, state.particle_qd_low),
+        "body_velocities": (flag, state.body_q_low, s.body_q_pred_low, state.body_qd_low),
         "leave": (flag, state.particle_q_low, s.particle_q_prev_low, s.particle_q_pred_low, state.body_q_low,
                   s.body_q_prev_low, s.body_q_pred_low),
     }[kernel]

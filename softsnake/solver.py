@@ -136,6 +136,8 @@ class Solver:
         """1 on the rows whose multipliers the elastic warm start's second start carries."""
         self.row_from_start = self._row_mask(lambda ctype: ctype.rows_from_start(bool(self.planar)))
         """1 on the rows whose residual measures a motion since the substep's start (``kernels.compensated``)."""
+        self.row_reads_remainders = self._row_mask(lambda ctype: ctype.reads_remainders)
+        """1 on the rows whose kernel evaluates them at the compensated positions itself (``remainder_inputs``)."""
         self._has_tried_rows = any(ctype.tries_carried_multipliers for ctype in self.constraint_types)
         self._recordings = collections.OrderedDict()
         """Recordings by key (``_recording_key_of``), least recently used first, at most ``RECORDINGS_KEPT``."""
@@ -326,8 +328,9 @@ class Solver:
         if mask.shape != (m.world_count,):
             raise ConfigError(f"world_mask must hold {m.world_count} booleans (one per world), got shape {mask.shape}")
         initial = m.state()
-        for kind, names in (("particle", ("particle_q", "particle_q_low", "particle_qd", "particle_f")),
-                            ("body", ("body_q", "body_q_low", "body_qd", "body_f")), ("row", ("multipliers",)),
+        for kind, names in (("particle", ("particle_q", "particle_q_low", "particle_qd", "particle_qd_low", "particle_f")),
+                            ("body", ("body_q", "body_q_low", "body_qd", "body_qd_low", "body_f")),
+                            ("row", ("multipliers",)),
                             ("pressure_channel", ("multiplier_pressure",))):
             worlds = getattr(m, f"{kind}_world_start")
             keep = np.repeat(~mask, np.diff(worlds))
@@ -406,6 +409,20 @@ class Solver:
         finally:
             self._launch_now = False
 
+    def remainder_inputs(self, state):
+        """What a row kernel that reads the positions' remainders itself (``ConstraintType.reads_remainders``) takes:
+        [compensating (0/1), the remainders of x and of x_n for particles, then for bodies' centres]. Zeros where the
+        substeps being recorded do not compensate, and in the gradients' launches (``launching_now``: they
+        differentiate the float32 step)."""
+        if self.compensating and not self._launch_now:
+            return [1, state.particle_q_low, self.particle_q_prev_low, state.body_q_low, self.body_q_prev_low]
+        return [0, *self._zero_remainders]
+
+    @functools.cached_property
+    def _zero_remainders(self):
+        particles, bodies = self.zeros(self.model.particle_count, wp.vec3), self.zeros(self.model.body_count, wp.vec3)
+        return [particles, particles, bodies, bodies]
+
     def row_outputs(self):
         """The row arrays every constraint kernel writes, in the order its arguments end with:
         J's offsets and values, the residual c, the compliance alpha and the damping ratio gamma."""
@@ -459,7 +476,8 @@ class Solver:
     @staticmethod
     def _keyed_arrays(state, control):
         return (state.particle_q, state.particle_qd, state.particle_f, state.body_q, state.body_qd, state.body_f,
-                state.multipliers, state.multiplier_pressure, state.particle_q_low, state.body_q_low, control.pressure,
+                state.multipliers, state.multiplier_pressure, state.particle_q_low, state.body_q_low,
+                state.particle_qd_low, state.body_qd_low, control.pressure,
                 control.joint_target, control.prismatic_rate)
 
     def _recording_key_of(self, state, control, h):

@@ -108,12 +108,12 @@ def test_shared_box_gives_identical_contacts():
     worlds = per_world(model, history)
     active = np.split(solver.contact_active.numpy(), model.world_count)
     normals = np.split(solver.contact_normal.numpy(), model.world_count)
-    surfaces = np.split(solver.contact_surface.numpy(), model.world_count)
+    touches = np.split(solver.contact_touch.numpy(), model.world_count)
     assert active[0].sum() >= 4  # the rod rests on the box, it does not fall through
     for w in range(1, model.world_count):
         assert np.array_equal(worlds[w], worlds[0])
         assert np.array_equal(active[w], active[0]) and np.array_equal(normals[w], normals[0])
-        assert np.array_equal(surfaces[w], surfaces[0])
+        assert np.array_equal(touches[w], touches[0])
     assert abs(worlds[0][-1, :, 2].min()) < 2e-3
 
 

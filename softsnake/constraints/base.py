@@ -114,6 +114,13 @@ class ConstraintType(ItemKind):
     a soft body (tetrahedra, distance rows, attachments), whose restart from zero every substep leaves a
     short solve's residual in a body at rest (convergence.md, "The stand"). Joints' rows are not tried:
     carried, they moved a frictional vine's converged answer and blew it up."""
+    reads_remainders = False
+    """Whether the type's row kernel evaluates its rows at the compensated positions itself (``kernels.compensated``,
+    ``Solver.remainder_inputs``) rather than at the float32 values, shifted afterwards by J r. That shift is the
+    row's change only where the residual moves with J x at unit slope; a row scaled by a slope of its own does not:
+    a sliding contact's friction row is the Fischer-Burmeister function divided by its d phi / d a, floored at
+    1e-3 where the true slope is 0, and J (r - r_n) added to it moved the friction force by up to 0.5 % of itself
+    a substep where the remainders are large (a particle 30 m out: 1e-6 m; convergence.md, "Contacts at small steps")."""
     planar_axis = None
     """For joints (fields body_a, axis_a): in a planar model the axis must be the plane "normal", or lie
     "in_plane"; None for types without an axis."""
@@ -130,9 +137,9 @@ class ConstraintType(ItemKind):
         raise NotImplementedError
 
     def rows_from_start(self, planar):
-        """Per row of an item, whether its residual measures a motion since the substep's start (friction's slip, a
-        drive's extension over the substep) rather than a function of the current positions alone: compensated
-        positions (``softsnake.kernels.compensated``) shift it by J (r - r_n) instead of J r."""
+        """Per row of an item, whether its residual measures a motion since the substep's start (a drive's extension
+        over the substep) rather than a function of the current positions alone: compensated positions
+        (``softsnake.kernels.compensated``) shift it by J (r - r_n) instead of J r (unless ``reads_remainders``)."""
         return [False] * self.rows_per_item(planar)
 
     def block_rows(self, planar):

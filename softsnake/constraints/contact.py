@@ -11,7 +11,11 @@ and b are both lengths), phi = a + b - sqrt(a^2 + b^2). Dividing the linearised 
 d phi / d a gives a compliant row: compliance r (d phi/d b)/(d phi/d a) >= 0, right-hand side
 -phi / (d phi / d a). The corner a = b = 0 is regularised by a tiny length inside the root, and
 a proximal floor (``contact_regularization`` r) on the compliance of the matrix only keeps the
-system regular with redundant contacts without moving the solution (phi = 0).
+system regular with redundant contacts without moving the solution (phi = 0). The gap is that of the
+point's centre (a particle's; a body shape's centre of rounding, ``body_contact_centre``) from
+``contact_touch``, the obstacle's surface moved out by the slot's radius, which detection finds at the
+prediction (``shapes.obstacle_gap``): for the ground exactly, where distance - radius rounded a 5 cm
+ball's gap to 3.7e-9 m afresh each substep and the normal force jittered by that over g h^2.
 
 Friction rows (two per contact, Coulomb, isotropic) act on the tangential slip of the contact point
 over the substep, u = D^T s (h times the slip velocity), with the friction multipliers lambda_f (the
@@ -83,7 +87,8 @@ from softsnake.kernels.operator import row_dot
 from softsnake.kernels.world_frame import to_model_frame, unshifted
 
 from .base import ConstraintType, Field
-from .shapes import PointKind, collision_points, obstacle_distance, obstacle_in_world_frame, world_obstacles
+from .shapes import (PointKind, collision_points, obstacle_distance, obstacle_gap, obstacle_in_world_frame,
+                     world_obstacles)
 
 FRICTION_ROWS = wp.constant(2)
 """Friction rows of a contact (planar models: 1)."""
@@ -95,13 +100,6 @@ def friction_row_count(planar: int):
     if planar != 0:
         return 1
     return FRICTION_ROWS
-
-
-@wp.func
-def particle_depth(p: wp.vec3, radius: float, n: wp.vec3, surface: wp.vec3):
-    """How deep a particle of this radius at p lies inside the obstacle whose surface point and outward
-    normal its contact slot holds [m] (negative: the gap above it)."""
-    return radius - wp.dot(n, p - surface)
 
 
 @wp.func
@@ -139,6 +137,14 @@ def body_contact_point(body_tf: wp.transform, kind: int, local: wp.vec3, axis: w
 
 
 @wp.func
+def body_contact_centre(body_tf: wp.transform, kind: int, local: wp.vec3, axis: wp.vec3, rim_radius: float,
+                        fallback: wp.vec3, n: wp.vec3):
+    """The centre of the rounding of a body's contact point at the pose ``body_tf`` (``body_contact_point`` of
+    radius 0): what ``contact_touch`` is a position of [m]."""
+    return body_contact_point(body_tf, kind, local, axis, rim_radius, fallback, 0.0, n)
+
+
+@wp.func
 def body_point_slip(body_tf: wp.transform, start_tf: wp.transform, p_n: wp.vec3):
     """The rigid motion of the body point p_n since the substep's start (``start_tf``): (c - c_n) + phi x r,
     phi the rotation vector of the body's turn and r the lever from its centre c [m] (module docstring)."""
@@ -150,14 +156,14 @@ def body_point_slip(body_tf: wp.transform, start_tf: wp.transform, p_n: wp.vec3)
 @wp.kernel(enable_backward=False)  # never on a wp.Tape: a change of frame, not a differentiable step
 def contact_points_to_model_frame(contact_slot_entity: wp.array(dtype=int), particle_count: int,
                                   particle_world: wp.array(dtype=int), body_world: wp.array(dtype=int),
-                                  frame_shift: wp.array(dtype=wp.vec3), contact_surface: wp.array(dtype=wp.vec3),
+                                  frame_shift: wp.array(dtype=wp.vec3), contact_touch: wp.array(dtype=wp.vec3),
                                   contact_start: wp.array(dtype=wp.vec3)):
     """The contacts' surface and start points from their substep's frame into the model's
     (``ConstraintType.leave_frame_commands``)."""
     s = nonnegative(wp.tid())
     shift = frame_shift[entity_world(nonnegative(contact_slot_entity[s]), particle_count, particle_world, body_world)]
     if not unshifted(shift):
-        contact_surface[s] = to_model_frame(contact_surface[s], shift)
+        contact_touch[s] = to_model_frame(contact_touch[s], shift)
         contact_start[s] = to_model_frame(contact_start[s], shift)
 
 
@@ -185,7 +191,7 @@ def detect_contacts(
     contact_active: wp.array(dtype=int),
     contact_anchor: wp.array(dtype=wp.vec3),
     contact_normal: wp.array(dtype=wp.vec3),
-    contact_surface: wp.array(dtype=wp.vec3),
+    contact_touch: wp.array(dtype=wp.vec3),
     contact_start: wp.array(dtype=wp.vec3),
     contact_start_depth: wp.array(dtype=float),
 ):
@@ -207,15 +213,18 @@ def detect_contacts(
     p = entity_point(e, anchor, particle_count, particle_q, body_q)
     nd = obstacle_distance(kind, tf, size, p)
     n = wp.vec3(nd[0], nd[1], nd[2])
-    gap = nd[3] - contact_slot_radius[s]
+    gap = obstacle_gap(kind, tf, size, p, contact_slot_radius[s], nd[3])
     p0 = entity_point(e, anchor, particle_count, particle_q_prev, body_q_prev)
     contact_anchor[s] = anchor
     contact_normal[s] = n
-    contact_surface[s] = p - n * nd[3]
+    # Where the point's centre touches: the obstacle's surface moved out by the slot's radius, along n from p by
+    # the gap (module docstring).
+    contact_touch[s] = p - n * gap
     contact_start[s] = p0
     # The point's true depth at the substep's start, not along this substep's normal: sliding round an
     # obstacle's corner, the start lies below the plane the prediction sees without being inside.
-    contact_start_depth[s] = contact_slot_radius[s] - obstacle_distance(kind, tf, size, p0)[3]
+    contact_start_depth[s] = -obstacle_gap(kind, tf, size, p0, contact_slot_radius[s],
+                                           obstacle_distance(kind, tf, size, p0)[3])
     if gap < margin + wp.length(p - p0):
         contact_active[s] = 1
     else:
@@ -306,10 +315,15 @@ def eval_contact_rows(
     contact_active: wp.array(dtype=int),
     contact_anchor: wp.array(dtype=wp.vec3),
     contact_normal: wp.array(dtype=wp.vec3),
-    contact_surface: wp.array(dtype=wp.vec3),
+    contact_touch: wp.array(dtype=wp.vec3),
     contact_start: wp.array(dtype=wp.vec3),
     body_q_prev: wp.array(dtype=wp.transform),
     lam: wp.array(dtype=float),
+    compensated: int,
+    particle_q_low: wp.array(dtype=wp.vec3),
+    particle_q_prev_low: wp.array(dtype=wp.vec3),
+    body_q_low: wp.array(dtype=wp.vec3),
+    body_q_prev_low: wp.array(dtype=wp.vec3),
     fb_epsilon: float,
     contact_regularization: float,
     friction_regularization: float,
@@ -335,28 +349,40 @@ def eval_contact_rows(
             write_neutral_row(row + k, row_c, row_compliance, row_damping)
     else:
         n = contact_normal[s]
-        # The contact point p_n: a particle's lowest point; on a body, body_contact_point (lever r_n).
-        p_n = wp.vec3(0.0)
+        # The point's centre p (a particle's; on a body, its rounding's: body_contact_centre) gives the gap; the
+        # contact point p - n radius the lever r_n.
+        p = wp.vec3(0.0)
         r_n = wp.vec3(0.0)
         slip_world = wp.vec3(0.0)
+        # Compensated positions: the gap and the slip read the remainders of the point's own translation here
+        # (``reads_remainders``), not as J r added to the rows afterwards.
+        low = wp.vec3(0.0)
+        low_since_start = wp.vec3(0.0)
         if e < particle_count:
             p = particle_q[e]
-            p_n = p - n * contact_slot_radius[s]
             slip_world = p - contact_start[s]
+            if compensated != 0:
+                low = particle_q_low[e]
+                low_since_start = low - particle_q_prev_low[e]
         else:
             body = nonnegative(e - particle_count)
             body_tf = body_q[body]
-            p_n = body_contact_point(body_tf, contact_slot_kind[s], contact_slot_local[s], contact_slot_axis[s],
-                                     contact_slot_rim_radius[s], contact_anchor[s], contact_slot_radius[s], n)
+            p = body_contact_centre(body_tf, contact_slot_kind[s], contact_slot_local[s], contact_slot_axis[s],
+                                    contact_slot_rim_radius[s], contact_anchor[s], n)
+            p_n = p - n * contact_slot_radius[s]
             r_n = p_n - wp.transform_get_translation(body_tf)
             slip_world = body_point_slip(body_tf, body_q_prev[body], p_n)
+            if compensated != 0:
+                low = body_q_low[body]
+                low_since_start = low - body_q_prev_low[body]
+        slip_world = slip_world + low_since_start
         basis = tangent_basis(n)
 
         # Normal row: Fischer-Burmeister.
         write_contact_jacobian(J_values, nonnegative(J_offsets[row]), e, particle_count, r_n, n)
         w_n = contact_inverse_mass(e, particle_count, r_n, n, particle_inv_mass, body_inv_mass, body_inv_inertia_world)
         lam_n = lam[row]
-        a = wp.dot(n, p_n - contact_surface[s])
+        a = wp.dot(n, p - contact_touch[s]) + wp.dot(n, low)
         b = w_n * lam_n
         root = wp.sqrt(a * a + b * b + fb_epsilon * fb_epsilon)
         phi = a + b - root
@@ -417,7 +443,7 @@ def fit_carried_contact_multipliers(
     contact_slot_row: wp.array(dtype=int),
     contact_active: wp.array(dtype=int),
     contact_normal: wp.array(dtype=wp.vec3),
-    contact_surface: wp.array(dtype=wp.vec3),
+    contact_touch: wp.array(dtype=wp.vec3),
     contact_start: wp.array(dtype=wp.vec3),
     J_offsets: wp.array(dtype=int),
     J_columns: wp.array(dtype=int),
@@ -460,14 +486,14 @@ def fit_carried_contact_multipliers(
         slip_world = wp.vec3(0.0)
         if e < particle_count:
             p = particle_q[e]
-            depth = particle_depth(p, contact_slot_radius[s], n, contact_surface[s])
+            depth = -wp.dot(n, p - contact_touch[s])
             slip_world = p - contact_start[s]
         else:
             body = nonnegative(e - particle_count)
-            p_n = body_contact_point(body_q[body], contact_slot_kind[s], contact_slot_local[s], contact_slot_axis[s],
-                                     contact_slot_rim_radius[s], contact_anchor[s], contact_slot_radius[s], n)
-            depth = -wp.dot(n, p_n - contact_surface[s])
-            slip_world = body_point_slip(body_q[body], body_q_prev[body], p_n)
+            p = body_contact_centre(body_q[body], contact_slot_kind[s], contact_slot_local[s], contact_slot_axis[s],
+                                    contact_slot_rim_radius[s], contact_anchor[s], n)
+            depth = -wp.dot(n, p - contact_touch[s])
+            slip_world = body_point_slip(body_q[body], body_q_prev[body], p - n * contact_slot_radius[s])
         lift = row_dot(J_values, J_columns, nonnegative(J_offsets[row]), J_offsets[row + 1], u)
         scale_n = float(0.0)
         if lift > 0.0 and depth > 0.0:
@@ -611,6 +637,7 @@ class ContactSlot(ConstraintType):
     label = "contact slot"
     built = False
     carries_multipliers = True
+    reads_remainders = True  # Fischer-Burmeister rows: not J x at unit slope (ConstraintType.reads_remainders)
     fields = (
         Field("entity", int, "", "the colliding particle i, or body b as particle_count + b"),
         Field("kind", int, "", "PointKind of the collision point"),
@@ -642,17 +669,13 @@ class ContactSlot(ConstraintType):
     def rows_per_item(self, planar):
         return 2 if planar else 1 + FRICTION_ROWS
 
-    def rows_from_start(self, planar):
-        # The friction rows act on the slip since the substep's start; the normal row on the current gap.
-        return [False] + [True] * (self.rows_per_item(planar) - 1)
-
     def item_entities(self, columns, particle_count):
         return np.asarray(columns["entity"], dtype=np.int64).reshape(-1, 1)
 
     def allocate(self, solver):
         n = solver.model.contact_slot_count
         solver.contact_active = solver.zeros(n, int)
-        for name in ("contact_anchor", "contact_normal", "contact_surface", "contact_start"):
+        for name in ("contact_anchor", "contact_normal", "contact_touch", "contact_start"):
             setattr(solver, name, solver.zeros(n, wp.vec3))
         solver.contact_start_depth = solver.zeros(n, float)
         """How deep each contact's point lay inside its obstacle at the substep's start [m] (negative: the gap)."""
@@ -667,14 +690,14 @@ class ContactSlot(ConstraintType):
             m.contact_slot_rim_radius, m.contact_slot_radius, m.contact_slot_obstacle, m.obstacle_kind,
             m.obstacle_transform, m.obstacle_size, m.particle_world, m.body_world, solver.frame_shift,
             solver.contact_margin],
-            outputs=[solver.contact_active, solver.contact_anchor, solver.contact_normal, solver.contact_surface,
+            outputs=[solver.contact_active, solver.contact_anchor, solver.contact_normal, solver.contact_touch,
                      solver.contact_start, solver.contact_start_depth])]
 
     def leave_frame_commands(self, solver):
         m = solver.model
         return [solver.record(contact_points_to_model_frame, m.contact_slot_count, [
             m.contact_slot_entity, m.particle_count, m.particle_world, m.body_world, solver.frame_shift],
-            outputs=[solver.contact_surface, solver.contact_start])]
+            outputs=[solver.contact_touch, solver.contact_start])]
 
     def warm_start_commands(self, solver, state):
         m = solver.model
@@ -682,7 +705,7 @@ class ContactSlot(ConstraintType):
             state.particle_q, state.body_q, solver.body_q_prev, m.particle_count, m.contact_slot_entity,
             m.contact_slot_kind, m.contact_slot_local, m.contact_slot_axis, m.contact_slot_rim_radius,
             solver.contact_anchor, m.contact_slot_radius, m.contact_slot_row,
-            solver.contact_active, solver.contact_normal, solver.contact_surface, solver.contact_start, m.J_offsets,
+            solver.contact_active, solver.contact_normal, solver.contact_touch, solver.contact_start, m.J_offsets,
             m.J_columns, solver.J_values, solver.u_lambda, solver.planar], outputs=[state.multipliers])]
 
     def velocity_correction_commands(self, solver, state, h):
@@ -707,8 +730,9 @@ class ContactSlot(ConstraintType):
             state.particle_q, state.body_q, m.particle_inv_mass, m.body_inv_mass, solver.body_inv_inertia_world,
             m.particle_count, m.contact_slot_entity, m.contact_slot_kind, m.contact_slot_local, m.contact_slot_axis,
             m.contact_slot_rim_radius, m.contact_slot_radius, m.contact_slot_mu, m.contact_slot_row,
-            solver.contact_active, solver.contact_anchor, solver.contact_normal, solver.contact_surface,
-            solver.contact_start, solver.body_q_prev, state.multipliers, solver.fb_epsilon, solver.contact_regularization,
+            solver.contact_active, solver.contact_anchor, solver.contact_normal, solver.contact_touch,
+            solver.contact_start, solver.body_q_prev, state.multipliers, *solver.remainder_inputs(state),
+            solver.fb_epsilon, solver.contact_regularization,
             solver.friction_regularization, solver.planar, *solver.row_outputs(), solver.row_residual_scale])
 
 

@@ -11,13 +11,17 @@ velocity, and the rows see it to first order:
 
 - the prediction x~ = x + h v and every position update x = x~ + u add into the pair (``pair_add``), so x - x~ is u
   exactly and the velocity v~ + (x - x~) / h carries no rounding of the positions;
+- linear velocities are pairs too (``State.particle_qd_low``, ``State.body_qd_low``): v~ = v + h (g + f / m) and
+  v = v~ + (x - x~) / h add into the pair and x~ takes both parts, so that a change the same every substep (a
+  slide's mu g h) is not rounded the same way every substep, a bias of up to half the velocity's spacing each time;
 - the displacements x - x_n and x - x~ (damping rows, the momentum gap) and the velocities add the remainders'
   difference to the values' (``add_remainder_differences``; translations only: a rotation keeps its float32
   quaternion, whose rounding moves a wheel's rim by ~1e-9 m);
 - a row's residual is evaluated at the values, and the remainders shift it by J r, which ``add_remainders_to_rows``
   adds (c(hi + r) = c(hi) + J r + O(r^2), the linearisation the Newton iteration itself uses); rows that measure a
-  motion since the substep's start (friction's slip, a prismatic drive's extension) add J (r - r_n) instead
-  (``ConstraintType.rows_from_start``).
+  motion since the substep's start (a prismatic drive's extension) add J (r - r_n) instead
+  (``ConstraintType.rows_from_start``); rows whose residual is not J x at unit slope (contacts' Fischer-Burmeister
+  rows) read the remainders in their own kernel (``ConstraintType.reads_remainders``).
 
 The Newton iteration then determines the positions continuously instead of up to their spacing. Where the solver does
 not compensate (``SolverSettings.compensates_positions``: "auto" from substeps of 1/600 s on), none of these kernels
@@ -111,15 +115,18 @@ def add_remainders_to_rows(
     J_columns: wp.array(dtype=int),
     J_values: wp.array(dtype=float),
     row_from_start: wp.array(dtype=int),
+    row_reads_remainders: wp.array(dtype=int),
     remainder: wp.array(dtype=float),
     remainder_since_start: wp.array(dtype=float),
     row_c: wp.array(dtype=float),
 ):
     """c += J r: each row's residual at the values, moved to the pair's position to first order (rows that measure
-    a motion since the substep's start: J (r - r_n))."""
+    a motion since the substep's start: J (r - r_n); rows whose kernel read the remainders itself: nothing)."""
     i = nonnegative(wp.tid())
     start = nonnegative(J_offsets[i])
     end = J_offsets[i + 1]
+    if row_reads_remainders[i] != 0:
+        return
     if row_from_start[i] != 0:
         row_c[i] = row_c[i] + row_dot(J_values, J_columns, start, end, remainder_since_start)
     else:

@@ -20,14 +20,43 @@ from .entities import (
 
 
 @wp.func
+def velocity_increment(f: wp.vec3, inv_mass: float, gravity: wp.vec3, h: float):
+    """h (g + f / m): what the prediction adds to a particle's or a body's linear velocity (kinematic: nothing)."""
+    increment = wp.vec3(0.0)
+    if inv_mass > 0.0:
+        increment = (gravity + f * inv_mass) * h
+    return increment
+
+
+@wp.func
+def in_plane(v: wp.vec3, planar_axis: int):
+    """v without its component along a planar model's normal axis (``planar_axis`` < 0: v)."""
+    if planar_axis >= 0:
+        v[planar_axis] = 0.0
+    return v
+
+
+@wp.func
 def predicted_particle_velocity(v: wp.vec3, f: wp.vec3, inv_mass: float, gravity: wp.vec3, planar_axis: int, h: float):
     """v~ = v + h (g + f / m) of a particle (kinematic: v), in-plane for planar models. Shared by the
     prediction and its differentiable counterpart (``kernels.adjoint``)."""
     if inv_mass > 0.0:
-        v = v + (gravity + f * inv_mass) * h
-    if planar_axis >= 0:
-        v[planar_axis] = 0.0
-    return v
+        v = v + velocity_increment(f, inv_mass, gravity, h)
+    return in_plane(v, planar_axis)
+
+
+@wp.func
+def predicted_velocity_pair(v: wp.vec3, v_low: wp.vec3, increment: wp.vec3, planar_axis: int):
+    """The compensated v~: (v, v_low) + h (g + f / m) as a pair (``kernels.compensated``), in-plane."""
+    hi, lo = pair_add(v, v_low, increment)
+    return in_plane(hi, planar_axis), in_plane(lo, planar_axis)
+
+
+@wp.func
+def predicted_position_pair(x: wp.vec3, x_low: wp.vec3, v: wp.vec3, v_low: wp.vec3, h: float):
+    """The compensated x~ = x + h v~, both pairs: the velocity's remainder moves the position too."""
+    hi, lo = pair_add(x, x_low, v * h)
+    return pair_add(hi, lo, v_low * h)
 
 
 GYROSCOPIC_ITERATIONS = wp.constant(4)
@@ -109,22 +138,28 @@ def predict_particles(
     particle_q_low: wp.array(dtype=wp.vec3),
     particle_q_prev_low: wp.array(dtype=wp.vec3),
     particle_q_pred_low: wp.array(dtype=wp.vec3),
+    particle_qd_low: wp.array(dtype=wp.vec3),
 ):
-    """x_n = x, v~ and x~ = x + h v~ (compensated: into the pair, ``kernels.compensated``)."""
+    """x_n = x, v~ and x~ = x + h v~ (compensated: positions and velocities into their pairs, ``kernels.compensated``)."""
     i = nonnegative(wp.tid())
     x = particle_q[i]
-    v = predicted_particle_velocity(particle_qd[i], particle_f[i], particle_inv_mass[i], gravity, planar_axis, h)
     particle_q_prev[i] = x
-    particle_qd[i] = v
     if compensated != 0:
+        v, v_low = predicted_velocity_pair(particle_qd[i], particle_qd_low[i],
+                                           velocity_increment(particle_f[i], particle_inv_mass[i], gravity, h),
+                                           planar_axis)
         lo = particle_q_low[i]
         particle_q_prev_low[i] = lo
-        x_pred, lo_pred = pair_add(x, lo, v * h)
+        x_pred, lo_pred = predicted_position_pair(x, lo, v, v_low, h)
+        particle_qd[i] = v
+        particle_qd_low[i] = v_low
         particle_q[i] = x_pred
         particle_q_pred[i] = x_pred
         particle_q_low[i] = lo_pred
         particle_q_pred_low[i] = lo_pred
     else:
+        v = predicted_particle_velocity(particle_qd[i], particle_f[i], particle_inv_mass[i], gravity, planar_axis, h)
+        particle_qd[i] = v
         particle_q[i] = x + v * h
         particle_q_pred[i] = x + v * h
 
@@ -146,8 +181,10 @@ def predict_bodies(
     body_q_low: wp.array(dtype=wp.vec3),
     body_q_prev_low: wp.array(dtype=wp.vec3),
     body_q_pred_low: wp.array(dtype=wp.vec3),
+    body_qd_low: wp.array(dtype=wp.vec3),
 ):
-    """x_n = x, v~ and x~ = (x + h v~, exp(h w~) q) (compensated: the translation into the pair)."""
+    """x_n = x, v~ and x~ = (x + h v~, exp(h w~) q) (compensated: the translation and the linear velocity into
+    their pairs)."""
     i = nonnegative(wp.tid())
     tf = body_q[i]
     body_q_prev[i] = tf
@@ -155,9 +192,14 @@ def predict_bodies(
                                  gravity, planar_axis, h)
     tf_pred = predicted_body_pose(tf, qd, h)
     if compensated != 0:
+        v, v_low = predicted_velocity_pair(wp.spatial_top(body_qd[i]), body_qd_low[i],
+                                           velocity_increment(wp.spatial_top(body_f[i]), body_inv_mass[i], gravity, h),
+                                           planar_axis)
+        qd = wp.spatial_vector(v, wp.spatial_bottom(qd))
+        body_qd_low[i] = v_low
         lo = body_q_low[i]
         body_q_prev_low[i] = lo
-        t_pred, lo_pred = pair_add(wp.transform_get_translation(tf), lo, wp.spatial_top(qd) * h)
+        t_pred, lo_pred = predicted_position_pair(wp.transform_get_translation(tf), lo, v, v_low, h)
         tf_pred = wp.transform(t_pred, wp.transform_get_rotation(tf_pred))
         body_q_low[i] = lo_pred
         body_q_pred_low[i] = lo_pred
@@ -382,16 +424,21 @@ def finish_particle_velocities(
     compensated: int,
     particle_q_low: wp.array(dtype=wp.vec3),
     particle_q_pred_low: wp.array(dtype=wp.vec3),
+    particle_qd_low: wp.array(dtype=wp.vec3),
     particle_qd: wp.array(dtype=wp.vec3),
 ):
     """v = (x - x_n) / h, written as v~ + (x - x~) / h: the same number, but float32 keeps it
     exact where no constraint acts (the difference of two nearby large positions would not); compensated, x - x~
-    with the remainders' difference."""
+    with the remainders' difference, added into the velocity's pair."""
     i = nonnegative(wp.tid())
     d = particle_q[i] - particle_q_pred[i]
     if compensated != 0:
         d = d + (particle_q_low[i] - particle_q_pred_low[i])
-    particle_qd[i] = particle_qd[i] + d * inv_h
+        v, v_low = pair_add(particle_qd[i], particle_qd_low[i], d * inv_h)
+        particle_qd[i] = v
+        particle_qd_low[i] = v_low
+    else:
+        particle_qd[i] = particle_qd[i] + d * inv_h
 
 
 @wp.kernel(enable_backward=False)  # never on a wp.Tape: a correction the converged step does not make
@@ -445,6 +492,7 @@ def finish_body_velocities(
     compensated: int,
     body_q_low: wp.array(dtype=wp.vec3),
     body_q_pred_low: wp.array(dtype=wp.vec3),
+    body_qd_low: wp.array(dtype=wp.vec3),
     body_qd: wp.array(dtype=wp.spatial_vector),
 ):
     """Body counterpart of finish_particle_velocities (rotation: the rotation vector from q~ to q)."""
@@ -452,9 +500,12 @@ def finish_body_velocities(
     tf = body_q[i]
     tf_pred = body_q_pred[i]
     d = wp.transform_get_translation(tf) - wp.transform_get_translation(tf_pred)
+    v = wp.spatial_top(body_qd[i]) + d * inv_h
     if compensated != 0:
         d = d + (body_q_low[i] - body_q_pred_low[i])
-    v = wp.spatial_top(body_qd[i]) + d * inv_h
+        v_pair, v_low = pair_add(wp.spatial_top(body_qd[i]), body_qd_low[i], d * inv_h)
+        v = v_pair
+        body_qd_low[i] = v_low
     w = wp.spatial_bottom(body_qd[i]) + rotation_vector_between(
         wp.transform_get_rotation(tf), wp.transform_get_rotation(tf_pred)) * inv_h
     body_qd[i] = wp.spatial_vector(v, w)
