@@ -175,8 +175,8 @@ class SolverSettings:
             freely keeps that: at 1/1920 s the coarse snake at rest gathers 1.2e-8 J and creeps 0.2 mm in 3 s,
             compensated 2.6e-11 J and 0.6 um (experiments/results/convergence.md, "Compensated positions"). Linear
             velocities are kept as pairs too, and the contact rows read the pairs themselves: a sliding particle
-            then stops within 0.03 mm of where implicit Euler puts it at every step to 1/15360 s, the same wherever
-            it is (convergence.md, "Contacts at small steps"). It costs four vec3 per entity in the state and eight in the
+            then stops within 0.001 mm of where implicit Euler puts it at every step to 1/15360 s, the same
+            wherever it is (convergence.md, "Contacts at small steps"). It costs four vec3 per entity in the state and eight in the
             solver, an entity and a row kernel per
             assembly, and, since the Newton loop's round-off floor then counts no rounding of the positions, the
             rest of the budget where a substep used to stop at that floor (the resting snake at 1/1920 s: 1.7 times
