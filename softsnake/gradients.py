@@ -44,7 +44,6 @@ backward pass, and the next backward would see it.
 """
 
 import dataclasses
-import functools
 
 import numpy as np
 import scipy.sparse
@@ -211,13 +210,12 @@ class _StepEquations:
             m.particle_count], outputs=[scratch, u])
         return u.numpy()
 
-    @functools.cached_property
+    @property
     def no_remainders(self):
         """``positions_from_prediction``'s trailing arguments with compensation off: the float32 step is the one
-        differentiated (``SolverSettings.compensated_positions`` changes it at round-off only). The remainder arrays
-        are neither read nor written then, so one zero array of each size serves every call."""
-        m = self.model
-        particles, bodies = self.zeros(m.particle_count, wp.vec3), self.zeros(m.body_count, wp.vec3)
+        differentiated (``SolverSettings.compensated_positions`` changes it at round-off only); the remainders are
+        the solver's zero arrays (``Solver.zero_remainders``)."""
+        particles, bodies = self.solver.zero_remainders
         return 0, particles, bodies, particles, bodies
 
     def positions(self, u, predicted):

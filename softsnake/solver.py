@@ -416,12 +416,14 @@ class Solver:
         differentiate the float32 step)."""
         if self.compensating and not self._launch_now:
             return [1, state.particle_q_low, self.particle_q_prev_low, state.body_q_low, self.body_q_prev_low]
-        return [0, *self._zero_remainders]
+        particles, bodies = self.zero_remainders
+        return [0, particles, particles, bodies, bodies]
 
     @functools.cached_property
-    def _zero_remainders(self):
-        particles, bodies = self.zeros(self.model.particle_count, wp.vec3), self.zeros(self.model.body_count, wp.vec3)
-        return [particles, particles, bodies, bodies]
+    def zero_remainders(self):
+        """(particles', bodies') vec3 zero arrays: the remainders a kernel takes where it does not compensate, which it
+        then neither reads nor writes, so one pair serves every such launch (``remainder_inputs``, the gradients)."""
+        return self.zeros(self.model.particle_count, wp.vec3), self.zeros(self.model.body_count, wp.vec3)
 
     def row_outputs(self):
         """The row arrays every constraint kernel writes, in the order its arguments end with:
