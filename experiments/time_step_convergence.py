@@ -172,19 +172,35 @@ def write_vine_files(out, rows, args):
     (out / f"{stem}.md").write_text("\n".join(lines) + "\n")
 
 
+def add_changes(rows, group):
+    """Per value of ``group`` (a row key: the budget, a variant): each row's change of the forward travel from the next
+    coarser h (``change_mm``) and, where that h was half the one before it too and the two changes have one sign, the
+    order they show (``order``: log2 of their ratio; a first-order method's is 1). Returns the groups' rows, each
+    sorted by substeps."""
+    groups = []
+    for value in dict.fromkeys(row[group] for row in rows):
+        mine = sorted((row for row in rows if row[group] == value), key=lambda row: row["substeps"])
+        for coarser, finer in zip(mine, mine[1:]):
+            finer["change_mm"] = 1.0e3 * (finer["forward_m"] - coarser["forward_m"])
+        for a, b, c in zip(mine, mine[1:], mine[2:]):
+            if b["substeps"] == 2 * a["substeps"] and c["substeps"] == 2 * b["substeps"] \
+                    and b["change_mm"] * c["change_mm"] > 0.0:
+                c["order"] = math.log2(b["change_mm"] / c["change_mm"])
+        groups.append((value, mine))
+    return groups
+
+
 def add_extrapolation(rows):
-    """Per budget: each row's change from the next coarser h (``change_mm``); over the three finest h (each half the
-    last), the travel at h -> 0 with its uncertainty, and each row's distance from it [%] (``from_limit_pct``).
+    """Per budget: each row's change from the next coarser h and the order of the last two (``add_changes``); over
+    the three finest h (each half the last), the travel at h -> 0 with its uncertainty, and each row's distance from
+    it [%] (``from_limit_pct``).
 
     Where the two last changes d1, d2 have one sign and shrink at an order p = log2(d1 / d2) from ``MIN_ORDER`` to
     ``MAX_ORDER``, the Richardson estimate T_finest + d2 / (2^p - 1), uncertain by that correction; otherwise (the
     changes stop shrinking, turn round or collapse: the finer runs meet within their own scatter) the finest run's
     travel, uncertain by |d2|."""
     summary = []
-    for budget in dict.fromkeys(row["budget"] for row in rows):
-        mine = sorted((row for row in rows if row["budget"] == budget), key=lambda row: row["substeps"])
-        for coarser, finer in zip(mine, mine[1:]):
-            finer["change_mm"] = 1.0e3 * (finer["forward_m"] - coarser["forward_m"])
+    for budget, mine in add_changes(rows, "budget"):
         last = mine[-3:]
         if len(last) < 3 or any(b["substeps"] != 2 * a["substeps"] for a, b in zip(last, last[1:])):
             continue
@@ -206,7 +222,7 @@ def add_extrapolation(rows):
 
 
 def write_files(out, stem, rows, summary, args):
-    keys = ["budget", "substeps", "h_s", "balanced", "forward_m", "change_mm", "from_limit_pct", "lateral_m",
+    keys = ["budget", "substeps", "h_s", "balanced", "forward_m", "change_mm", "order", "from_limit_pct", "lateral_m",
             "heading_change_rad", "unconverged_pct", "wall_s"]
     ordered = sorted(rows, key=lambda row: (row["budget"], row["substeps"]))
     write_dict_csv(out / f"{stem}.csv", [{key: row.get(key, "") for key in keys} for row in ordered])
@@ -219,20 +235,21 @@ def write_files(out, stem, rows, summary, args):
              f"wall times are each run's, beside other jobs); device {wp.get_device()} "
              f"({platform.processor() or platform.machine()}), warp {wp.__version__}. Frames of 1/120 s in "
              "`substeps` substeps of h; forward and lateral travel of the centre of mass; change: from the next coarser "
-             "h; from limit: from the budget's travel at h -> 0 in the last table.", "",
-             "| budget | substeps | h [s] | balanced | forward [mm] | change [mm] | from limit [%] | lateral [mm] | "
+             "h; order: log2 of the last two changes' ratio (1 for a first-order method); from limit: from the budget's travel at h -> 0 in the last table.", "",
+             "| budget | substeps | h [s] | balanced | forward [mm] | change [mm] | order | from limit [%] | lateral [mm] | "
              "heading change [rad] | unconverged substeps [%] | wall [s] |",
-             "|---|---:|---|---|---:|---:|---:|---:|---:|---:|---:|"]
+             "|---|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for row in ordered:
-        change = f"{row['change_mm']:+.1f}" if "change_mm" in row else ""
+        change = f"{row['change_mm']:+.2f}" if "change_mm" in row else ""
+        order = f"{row['order']:.2f}" if "order" in row else ""
         limit = f"{row['from_limit_pct']:+.2f}" if "from_limit_pct" in row else ""
         lines.append(f"| {row['budget']} | {row['substeps']} | 1/{round(1.0 / row['h_s'])} | {row['balanced']} | "
-                     f"{1e3 * row['forward_m']:.1f} | {change} | {limit} | {1e3 * row['lateral_m']:.1f} | "
+                     f"{1e3 * row['forward_m']:.2f} | {change} | {order} | {limit} | {1e3 * row['lateral_m']:.1f} | "
                      f"{row['heading_change_rad']:+.4f} | {row['unconverged_pct']:.1f} | {row['wall_s']:.0f} |")
     if summary:
         lines += ["", "| budget | observed order p (three finest h) | travel at h -> 0 [mm] | uncertainty [mm] | from |",
                   "|---|---:|---:|---:|---|"]
-        lines += [f"| {s['budget']} | {s['order']:.2f} | {1e3 * s['limit_m']:.1f} | {1e3 * s['uncertainty_m']:.1f} | "
+        lines += [f"| {s['budget']} | {s['order']:.2f} | {1e3 * s['limit_m']:.2f} | {1e3 * s['uncertainty_m']:.2f} | "
                   f"{s['how']} |" for s in summary]
     (out / f"{stem}.md").write_text("\n".join(lines) + "\n")
 

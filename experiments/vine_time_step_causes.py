@@ -26,7 +26,7 @@ import time
 import numpy as np
 import warp as wp
 
-from softsnake.cli.common import experiment_parser, make_output_folder, positive_int_list
+from softsnake.cli.common import chosen_variants, experiment_parser, make_output_folder, positive_int_list
 from softsnake.output_files import write_dict_csv
 from softsnake.robots.vine.scene import load_scene
 from softsnake.robots.vine.simulation import VineBatch, rollout, specs_from_scene
@@ -71,10 +71,7 @@ def main(argv=None):
     args = parser.parse_args(argv)
     scene = load_scene(SCENE)
     table = variants(scene)
-    names = list(table) if args.variants is None else [n.strip() for n in args.variants.split(",") if n.strip()]
-    unknown = [n for n in names if n not in table]
-    if unknown:
-        parser.error(f"unknown variant(s) {', '.join(unknown)}; known: {', '.join(table)}")
+    names = chosen_variants(parser, args.variants, table)
     if len(args.substeps) < 2:
         parser.error("--substeps needs at least two values to compare")
     out = make_output_folder(args.out)

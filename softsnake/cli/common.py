@@ -199,6 +199,16 @@ def positive_int_list(text):
     return values
 
 
+def chosen_variants(parser, text, known):
+    """The names a ``--variants`` option chose (comma-separated ``text``; None: every name in ``known``), in the
+    order given; an unknown name is the parser's one-line error, listing the known ones."""
+    names = list(known) if text is None else [name.strip() for name in text.split(",") if name.strip()]
+    unknown = [name for name in names if name not in known]
+    if unknown:
+        parser.error(f"unknown variant(s) {', '.join(unknown)}; known: {', '.join(known)}")
+    return names
+
+
 def experiment_parser(doc, script):
     """The argument parser of an experiment script: described by the first line of its docstring
     ``doc``, with ``--out`` defaulting to ``results_folder(script)``. Warp's module-loading
