@@ -33,10 +33,9 @@ import time
 import warp as wp
 
 from softsnake.cli.common import chosen_variants, experiment_parser, make_output_folder, positive_int_list
-from softsnake.machine import usable_cores
 from softsnake.output_files import write_dict_csv
 
-from time_step_convergence import add_changes, in_processes
+from time_step_convergence import add_changes, in_processes, job_count
 
 VARIANTS = {
     "gait": ("the gait's 8 x 40", {}),
@@ -108,9 +107,7 @@ def main(argv=None):
         parser.error("--substeps needs at least two values to compare")
     if not args.seconds > 0.0:
         parser.error("--seconds must be positive")
-    jobs = args.jobs if args.jobs is not None else usable_cores()
-    if jobs < 1:
-        parser.error("--jobs must be at least 1")
+    jobs = job_count(parser, args.jobs)
     out = make_output_folder(args.out)
     device = f"{wp.get_device()} ({platform.processor() or platform.machine()}), warp {wp.__version__}"
     cases = sorted(((name, args.seconds, s) for name in names for s in args.substeps),

@@ -273,6 +273,15 @@ def earlier_rows(path, rerun):
     return rows
 
 
+def job_count(parser, jobs):
+    """The processes a ``--jobs`` option asks for: ``jobs``, or where it is None the usable cores; fewer than one is
+    the parser's one-line error."""
+    jobs = jobs if jobs is not None else usable_cores()
+    if jobs < 1:
+        parser.error("--jobs must be at least 1")
+    return jobs
+
+
 def in_processes(jobs, function, cases):
     """``function(*case)`` of every case in ``jobs`` spawned processes at once, each result as it finishes."""
     with concurrent.futures.ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
@@ -306,9 +315,7 @@ def main(argv=None):
         parser.error(f"--budgets {args.budgets}: {exc}")
     if not args.seconds > 0.0:
         parser.error("--seconds must be positive")
-    jobs = args.jobs if args.jobs is not None else usable_cores()
-    if jobs < 1:
-        parser.error("--jobs must be at least 1")
+    jobs = job_count(parser, args.jobs)
     out = make_output_folder(args.out)
     stem = f"time_step_convergence_{args.resolution}_{args.seconds:g}s" + positions_suffix(args)[0]
     if args.robot == "snake" and args.report_only:
