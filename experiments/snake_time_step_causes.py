@@ -11,6 +11,7 @@ float32 pair (``compensated_positions=True``, so that float32's rounding is not 
 - ``gait``: the gait's 8 x 40, as ``softsnake gait --substeps S`` runs it;
 - ``converged``: the converged reference budget, 16 x 160 with every entity's momentum balanced (the
   implicit-Euler step, ``softsnake gait --budget 16x160``);
+- ``converged_x2``: twice that in each, 32 x 320 (what the converged budget's own ends change at the finest h);
 - ``friction_x10``: 8 x 40 with mu = 10 instead of 1 (if the wheels slipped sideways at times, the stick-slip
   events would change);
 - ``fb_epsilon``: 8 x 40 with the Fischer-Burmeister smoothing length at 1e-13 m instead of 1e-9 m;
@@ -19,11 +20,11 @@ float32 pair (``compensated_positions=True``, so that float32's rounding is not 
 Per variant and h: the forward travel of the centre of mass [mm], its change from the next coarser h, the order
 the last two changes show (log2 of their ratio; a first-order method's is 1), and the share of substeps the budget
 ended unconverged. Cases run in ``--jobs`` processes at once (default: the usable cores); snake_time_step_causes.csv
-and .md (into --out, default experiments/results) are rewritten after each case, so an interrupted run keeps what it
-finished.
+and .md (with ``--tag``'s suffix, into --out, default experiments/results) are rewritten after each case, so an
+interrupted run keeps what it finished.
 
 Usage: python experiments/snake_time_step_causes.py [--seconds 1] [--substeps 2,4,8,16,32] [--variants NAME,...]
-           [--jobs N] [--out DIR]
+           [--jobs N] [--tag NAME] [--out DIR]
 """
 
 import platform
@@ -40,6 +41,8 @@ from time_step_convergence import add_changes, in_processes, job_count
 VARIANTS = {
     "gait": ("the gait's 8 x 40", {}),
     "converged": ("converged budget 16 x 160, all balanced", {"newton_iterations": 16, "linear_iterations": 160}),
+    "converged_x2": ("twice the converged budget, 32 x 320, all balanced",
+                     {"newton_iterations": 32, "linear_iterations": 320}),
     "friction_x10": ("8 x 40, mu 10 instead of 1", {"friction": 10.0}),
     "fb_epsilon": ("8 x 40, fb_epsilon 1e-13 m instead of 1e-9", {"fb_epsilon": 1.0e-13}),
     "no_latency": ("8 x 40, valves without latency", {"latency": False}),
@@ -78,10 +81,13 @@ def write_files(out, rows, args, device):
     add_changes(rows, "variant")
     ordered = sorted(rows, key=lambda row: (list(VARIANTS).index(row["variant"]), row["substeps"]))
     keys = ["variant", "substeps", "forward_m", "change_mm", "order", "unconverged_pct", "wall_s"]
-    write_dict_csv(out / "snake_time_step_causes.csv", [{key: row.get(key, "") for key in keys} for row in ordered])
+    name = f"snake_time_step_causes{'_' + args.tag if args.tag else ''}"
+    write_dict_csv(out / f"{name}.csv", [{key: row.get(key, "") for key in keys} for row in ordered])
     lines = [f"# Why the snake's gait approaches its time-step limit slowly: variants ({args.seconds:g} s)", "",
              f"`python experiments/snake_time_step_causes.py --seconds {args.seconds:g} --substeps "
-             f"{','.join(str(s) for s in sorted(args.substeps))}` (coarse snake, offset 0, positions kept as float32 "
+             f"{','.join(str(s) for s in sorted(args.substeps))}"
+             f"{' --variants ' + args.variants if args.variants else ''}{' --tag ' + args.tag if args.tag else ''}` "
+             "(coarse snake, offset 0, positions kept as float32 "
              f"pairs); device {device}. Frames of 1/120 s in `substeps` substeps; forward: the centre of mass's "
              "travel; change: from the next coarser h; order: log2 of the last two changes' ratio (first order: 1).",
              "", "| variant | substeps | forward [mm] | change [mm] | order | unconverged substeps [%] | wall [s] |",
@@ -91,7 +97,7 @@ def write_files(out, rows, args, device):
         order = f"{row['order']:.2f}" if "order" in row else ""
         lines.append(f"| {VARIANTS[row['variant']][0]} | {row['substeps']} | {1e3 * row['forward_m']:.4f} | {change} | "
                      f"{order} | {row['unconverged_pct']:.1f} | {row['wall_s']:.0f} |")
-    (out / "snake_time_step_causes.md").write_text("\n".join(lines) + "\n")
+    (out / f"{name}.md").write_text("\n".join(lines) + "\n")
 
 
 def main(argv=None):
@@ -99,8 +105,10 @@ def main(argv=None):
     parser.add_argument("--seconds", type=float, default=1.0, help="simulated time [s]")
     parser.add_argument("--substeps", type=positive_int_list, default=[2, 4, 8, 16, 32],
                         help="substeps per 1/120 s frame, comma-separated (at least two)")
-    parser.add_argument("--variants", default=None, help=f"comma-separated names (default: all of {', '.join(VARIANTS)})")
+    parser.add_argument("--variants", default=None,
+                        help=f"comma-separated names (default: all of {', '.join(VARIANTS)})")
     parser.add_argument("--jobs", type=int, default=None, help="cases run at once (default: the usable cores)")
+    parser.add_argument("--tag", default="", help="file name suffix")
     args = parser.parse_args(argv)
     names = chosen_variants(parser, args.variants, VARIANTS)
     if len(args.substeps) < 2:
@@ -111,7 +119,7 @@ def main(argv=None):
     out = make_output_folder(args.out)
     device = f"{wp.get_device()} ({platform.processor() or platform.machine()}), warp {wp.__version__}"
     cases = sorted(((name, args.seconds, s) for name in names for s in args.substeps),
-                   key=lambda case: -case[2] * (4 if case[0] == "converged" else 1))
+                   key=lambda case: -case[2] * {"converged": 4, "converged_x2": 16}.get(case[0], 1))
     print(f"device: {device}; {len(cases)} cases in {jobs} process(es)", flush=True)
     rows = []
     for row in in_processes(jobs, run_case, cases):
