@@ -9,8 +9,8 @@ step and float32's velocity resolution"); the pair carries it.
 
 ``--iterations`` names the momentum balance of each run (the snake's own, "bodies" at its budget; plain, bodies or
 balanced: ``SolverSettings.momentum_balance``), ``--linear-solvers`` the linear solvers (auto, per_world, block,
-batched) and ``--device`` the Warp device: on CUDA the resting snake held ten times the CPU's kinetic energy after 1 s
-(experiments/results/gpu.md, section 20), and the CPU's own block solver changes the plain iteration's creep.
+batched) and ``--device`` the Warp device: on an H200 the resting snake's kinetic energy at 1 s was ten times the CPU's
+sample (experiments/results/gpu.md, section 20), and the CPU's own block solver changes the plain iteration's creep.
 
 Per run: the kinetic energy at the end [J] and its largest and mean values over the last half of the run, how far
 the centre of mass moved along the ground [um], the Newton steps per substep and the substeps that ended unconverged
