@@ -31,7 +31,8 @@ import time
 import numpy as np
 import warp as wp
 
-from softsnake.cli.common import check_device, chosen_variants, experiment_parser, make_output_folder
+from softsnake.cli.common import (check_device, chosen_variants, experiment_parser, make_output_folder,
+                                  positive_int_list)
 from softsnake.errors import UsageError
 from softsnake.output_files import write_dict_csv
 from softsnake.robots.snake.bench import device_name
@@ -100,9 +101,11 @@ def write_table(path, rows, args):
 
 def main(argv=None):
     parser = experiment_parser(__doc__, __file__)
-    parser.add_argument("--substeps", default="2,4,8,16,32", help="substeps per 1/120 s frame, comma-separated")
+    parser.add_argument("--substeps", type=positive_int_list, default=[2, 4, 8, 16, 32],
+                        help="substeps per 1/120 s frame, comma-separated")
     parser.add_argument("--seconds", type=float, default=1.0, help="simulated time [s]")
-    parser.add_argument("--positions", default="float32,compensated", help=f"comma-separated, of {sorted(POSITIONS)}")
+    parser.add_argument("--positions", default="float32,compensated",
+                        help=f"comma-separated, of {', '.join(POSITIONS)}")
     parser.add_argument("--iterations", default="snake", help=f"comma-separated, of {', '.join(ITERATIONS)}")
     parser.add_argument("--linear-solvers", default="auto", help=f"comma-separated, of {', '.join(LINEAR_SOLVERS)}")
     parser.add_argument("--device", default=None, help="Warp device (default: Warp's default device)")
@@ -116,23 +119,14 @@ def main(argv=None):
             parser.error(str(error))
     iterations = chosen_variants(parser, args.iterations, ITERATIONS)
     linear_solvers = chosen_variants(parser, args.linear_solvers, LINEAR_SOLVERS)
-    try:
-        substeps = [int(s) for s in args.substeps.split(",")]
-    except ValueError:
-        parser.error(f"--substeps: expected integers like 2,4,8, got {args.substeps!r}")
-    if any(s < 1 for s in substeps):
-        parser.error(f"--substeps must be at least 1, got {args.substeps!r}")
-    positions = args.positions.split(",")
-    unknown = [p for p in positions if p not in POSITIONS]
-    if unknown:
-        parser.error(f"--positions: unknown {unknown}, choose from {sorted(POSITIONS)}")
+    positions = chosen_variants(parser, args.positions, POSITIONS)
     if not args.seconds > 0.0:
         parser.error("--seconds must be positive")
     out = make_output_folder(args.out)
     tag = f"_{args.tag}" if args.tag else ""
     print(f"device: {device_name(args.device)}, warp {wp.__version__}", file=sys.stderr)
     rows = []
-    for s, p, iteration, solver in itertools.product(substeps, positions, iterations, linear_solvers):
+    for s, p, iteration, solver in itertools.product(args.substeps, positions, iterations, linear_solvers):
         rows.append(rest_run(s, args.seconds, POSITIONS[p], iteration=iteration, linear_solver=solver,
                              device=args.device))
         write_dict_csv(out / f"snake_at_rest{tag}.csv", rows)

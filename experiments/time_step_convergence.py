@@ -235,9 +235,10 @@ def write_files(out, stem, rows, summary, args):
              f"wall times are each run's, beside other jobs); device {wp.get_device()} "
              f"({platform.processor() or platform.machine()}), warp {wp.__version__}. Frames of 1/120 s in "
              "`substeps` substeps of h; forward and lateral travel of the centre of mass; change: from the next coarser "
-             "h; order: log2 of the last two changes' ratio (1 for a first-order method); from limit: from the budget's travel at h -> 0 in the last table.", "",
-             "| budget | substeps | h [s] | balanced | forward [mm] | change [mm] | order | from limit [%] | lateral [mm] | "
-             "heading change [rad] | unconverged substeps [%] | wall [s] |",
+             "h; order: log2 of the last two changes' ratio (1 for a first-order method); from limit: from the "
+             "budget's travel at h -> 0 in the last table.", "",
+             "| budget | substeps | h [s] | balanced | forward [mm] | change [mm] | order | from limit [%] | "
+             "lateral [mm] | heading change [rad] | unconverged substeps [%] | wall [s] |",
              "|---|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for row in ordered:
         change = f"{row['change_mm']:+.2f}" if "change_mm" in row else ""
