@@ -19,9 +19,9 @@ progress (worker processes, the frames they were sent ahead; a second interrupt 
 ``gait.resume.npz``: the same command with ``--resume`` goes on from there, with or without ``--workers``, and
 writes the whole run's files, bit for bit those of a run never stopped (``softsnake.cli.gait_resume``).
 
-On the CPU, ``--workers W`` steps the snakes in W processes at once (0: one per CPU core; default 1,
-this process alone): the same outputs bit for bit (softsnake.robots.snake.workers), in about 1/W of
-the time for a batch of at least W snakes.
+On the CPU, ``--workers W`` steps the snakes in W processes at once (0, the default there: one per CPU core, at
+most one per snake; 1: this process alone): the same outputs bit for bit (softsnake.robots.snake.workers), in about
+1/W of the time for a batch of at least W snakes.
 
 Printed: per snake, the travel of its centre of mass (forward along the initial heading, lateral to
 its left), the straight-line distance in metres and body lengths, and the change of heading
@@ -50,7 +50,7 @@ from softsnake.units import pa_to_psi, psi_to_pa
 from . import gait_resume
 from .common import (add_budget_option, add_snake_config_option, check_at_least, check_device, check_positive, check_run_size, duration_text,
                      make_output_folder, output_folder, parse_budget, snake_config)
-from .workers import add_workers_option, check_workers, cores_used, worker_processes
+from .workers import add_workers_option, check_workers, parallel_speedup, worker_processes
 
 SNAKES_DEFAULT = 3
 SECONDS_DEFAULT = 10.0
@@ -80,7 +80,7 @@ def add_arguments(parser):
     parser.add_argument("--resolution", default="coarse", choices=("paper", "coarse"),
                         help="link mesh resolution (default: %(default)s)")
     parser.add_argument("--device", default="cpu", help="Warp device, cpu or cuda (default: %(default)s)")
-    add_workers_option(parser)
+    add_workers_option(parser, "snake")
     parser.add_argument("--out", default=".", help="output folder (default: current folder)")
     add_snake_config_option(parser)
     parser.add_argument("--frequency", default=None, help="oscillation frequency f [Hz] (default: 2)")
@@ -196,7 +196,7 @@ def _check_size(args, budget):
         # The estimate is the snake's budget's; a larger one costs up to its iterations' ratio (less where worlds stop).
         wall *= (budget["newton_iterations"] * budget["linear_iterations"] * budget["substeps"]
                  / (SNAKE_BUDGET["newton_iterations"] * SNAKE_BUDGET["linear_iterations"] * SolverSettings().substeps))
-        wall /= cores_used(args, args.snakes)
+        wall /= parallel_speedup(args, args.snakes)
     try:
         config = load_snake_config(resolution=args.resolution)
     except ConfigError as exc:
@@ -244,7 +244,7 @@ def run(args):
     check_positive("--seconds", args.seconds)
     check_positive("--supply-psi", args.supply_psi)
     check_at_least("--pictured-snakes", args.pictured_snakes, 0)
-    check_workers(args)
+    check_workers(args, args.snakes)
     budget = parse_budget(args.budget, SNAKE_BUDGET)
     budget["substeps"] = SolverSettings().substeps if args.substeps is None else args.substeps
     if args.compensated_positions is not None:

@@ -3,7 +3,8 @@
 Grows N vine robots of a scene through its obstacles, one world each in one batch (seed 003), with
 launch angles spread evenly over ``--spread-heading`` around the scene's heading (by default 0.3 rad
 for a batch, so that its vines differ; 0 makes them identical); on the CPU, ``--workers`` splits
-the batch over that many processes (softsnake.robots.vine.workers: the same states, one core each).
+the batch over that many processes (softsnake.robots.vine.workers: the same states, one core each; by default one
+per CPU core, at most one per vine).
 Writes to DIR, every file named after the scene file (``my_scene.toml`` -> ``my_scene...``):
 
 - ``<scene>.usdc``: the tubes (a tube mesh through the pins of each vine) and the obstacles, one
@@ -36,7 +37,7 @@ from softsnake.robots.vine.simulation import (CPU_SECONDS_PER_BODY_STEP, VineBat
                                               specs_from_scene, tips_of, write_tips_csv)
 
 from .common import check_at_least, check_device, check_positive, check_run_size, make_output_folder, safe_file_stem
-from .workers import add_workers_option, check_workers, cores_used, worker_processes
+from .workers import add_workers_option, check_workers, parallel_speedup, worker_processes
 
 SPREAD_DEFAULT = 0.3
 """Spread of the launch headings of a batch when --spread-heading is not given [rad]."""
@@ -51,7 +52,7 @@ def add_arguments(parser):
     parser.add_argument("--seconds", type=float, default=None, metavar="T",
                         help="simulated time [s] (default: the scene's sim.duration)")
     parser.add_argument("--device", default="cpu", help="Warp device, cpu or cuda (default cpu)")
-    add_workers_option(parser)
+    add_workers_option(parser, "vine")
     parser.add_argument("--out", default=".", metavar="DIR", help="output folder (default: current folder)")
     parser.add_argument("--spread-heading", type=float, default=None, metavar="RAD",
                         help=f"spread of the launch angles around the scene's heading [rad] (default: {SPREAD_DEFAULT:g} "
@@ -62,7 +63,7 @@ def add_arguments(parser):
 
 def _check_options(args):
     check_at_least("--vines", args.vines, 1)
-    check_workers(args)
+    check_workers(args, args.vines)
     if args.seconds is not None:
         check_positive("--seconds", args.seconds)
     if args.spread_heading is not None and not (math.isfinite(args.spread_heading) and args.spread_heading >= 0.0):
@@ -88,9 +89,9 @@ def run(args):
     seconds = scene.sim.duration if args.seconds is None else args.seconds
     steps = max(1, int(round(seconds / scene.sim.dt)))
     bodies = args.vines * scene.vine.body_count
-    cores = cores_used(args, args.vines)
+    speedup = parallel_speedup(args, args.vines)
     check_run_size(f"--seconds {seconds:g} with --vines {args.vines}", (steps + 1) * bodies * 3 * 8 * 2,
-                   steps * bodies * CPU_SECONDS_PER_BODY_STEP / cores if args.device == "cpu" else None)
+                   steps * bodies * CPU_SECONDS_PER_BODY_STEP / speedup if args.device == "cpu" else None)
     check_device(args.device, getattr(args, "verbose", False))
     out = make_output_folder(args.out)
     specs = specs_from_scene(scene, vine_count=args.vines, heading_spread=_spread(args))

@@ -18,6 +18,7 @@ from softsnake.cli.gait_resume import RESUME_NAME
 from softsnake.robots.snake.simulation import SnakeSimulation
 
 RUN = ["gait", "--snakes", "2", "--seconds", "0.2"]  # 24 frames; USD every 2nd, a picture every 10th
+ONE_PROCESS = ["--workers", "1"]  # two snakes on several cores run in worker processes by default
 STOP_BEFORE_STEP = 12
 PARTIAL = ("gait.partial.usdc", "trajectories.partial.csv", "trajectories.partial.png", "gait.partial.gif")
 WHOLE = ("gait.usdc", "trajectories.csv", "trajectories.png", "gait.gif")
@@ -39,7 +40,7 @@ def usd_samples(path):
 def folders(tmp_path_factory):
     root = tmp_path_factory.mktemp("resume")
     straight, resumed = root / "straight", root / "resumed"
-    assert main(RUN + ["--out", str(straight)]) == 0
+    assert main(RUN + ONE_PROCESS + ["--out", str(straight)]) == 0
 
     advance = SnakeSimulation._advance
 
@@ -50,7 +51,7 @@ def folders(tmp_path_factory):
 
     SnakeSimulation._advance = advance_stopped_in_frame_13
     try:
-        stopped = main(RUN + ["--out", str(resumed)])
+        stopped = main(RUN + ONE_PROCESS + ["--out", str(resumed)])
     finally:
         SnakeSimulation._advance = advance
     kept = sorted(path.name for path in resumed.iterdir())
@@ -122,7 +123,7 @@ def test_worker_processes_stop_after_the_frames_sent_ahead_and_go_on_in_one_proc
     assert message.endswith("; the same command with --resume goes on from there"), message
     with np.load(tmp_path / RESUME_NAME) as saved:
         assert STOP_BEFORE_STEP + 1 <= int(saved["frame"]) <= STOP_BEFORE_STEP + 1 + FRAMES_AHEAD
-    assert main(RUN + ["--out", str(tmp_path), "--resume"]) == 0
+    assert main(RUN + ONE_PROCESS + ["--out", str(tmp_path), "--resume"]) == 0
     same_files(straight, tmp_path)
 
 

@@ -16,7 +16,7 @@ from softsnake.robots.snake.trajectories import read_trajectories_csv, trajector
 
 # What `softsnake gait` prints on standard output, line by line (softsnake.cli.gait).
 GAIT_LINES = [
-    r"\d+ snake\(s\), (coarse|paper) mesh, [\d.e+-]+ s, latency (on|off): \d+ frames of [\d.]+ s in \d+ substeps?, about .+ on this CPU",
+    r"\d+ snake\(s\), (coarse|paper) mesh, [\d.e+-]+ s, latency (on|off): \d+ frames of [\d.]+ s in \d+ substeps?(, \d+ worker processes)?, about .+ on this CPU",
     r"simulated \d+ frames in [\d.]+ s wall time \([\d.]+ ms per frame\)",
     r"centre-of-mass travel of each snake \(body length [\d.]+ m\), heading change averaged over the last [\d.]+ s:",
     r"  snake +forward \[m\] +lateral \[m\] +distance \[m\] +body lengths +heading change \[deg\]",
