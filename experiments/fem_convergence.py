@@ -73,8 +73,9 @@ def direct_static_displacement(model, held, forces):
     c, compliance, coupling, damping = (wp.zeros(model.row_count, dtype=float, device=device) for _ in range(4))
     wp.launch(tetrahedron.eval_tetrahedron_rows, model.tet_count, device=device, inputs=[
         model.particle_q, model.tet_particles, model.tet_inv_rest, model.tet_volume, model.tet_youngs_modulus,
-        model.tet_poisson_ratio, model.tet_damping, model.tet_row, 1.0, 1.0, model.J_offsets, J_values, c, compliance,
-        damping, coupling])
+        model.tet_poisson_ratio, model.tet_damping, model.tet_row, 1.0, 1.0, model.row_world,
+        wp.zeros(model.world_count, dtype=int, device=device), model.J_offsets, J_values, c, compliance, damping,
+        coupling])  # no world held (Solver.held_worlds)
     dofs = 3 * model.particle_count
     rows = (model.tet_row.numpy()[:, None] + np.arange(6)).ravel()
     J = sparse.csr_matrix((J_values.numpy().astype(np.float64), model.J_columns.numpy(), model.J_offsets.numpy()),

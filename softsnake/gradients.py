@@ -207,7 +207,7 @@ class _StepEquations:
         scratch = wp.zeros_like(u)
         wp.launch(integration.substep_displacements, self.solver.entity_count, device=d, inputs=[
             end_p, predicted["particle_q"], predicted["particle_q"], end_b, predicted["body_q"], predicted["body_q"],
-            m.particle_count], outputs=[scratch, u])
+            m.particle_count, m.particle_world, m.body_world, self.solver.no_world_held], outputs=[scratch, u])
         return u.numpy()
 
     @property
@@ -275,13 +275,14 @@ class _StepEquations:
                 self.state.particle_q, self.state.body_q, self.state.multipliers = x_p, x_b, lam
                 if m.body_count:
                     wp.launch(integration.update_world_inverse_inertia, m.body_count, device=d,
-                              inputs=[x_b, m.body_inv_inertia], outputs=[s.body_inv_inertia_world])
+                              inputs=[x_b, m.body_inv_inertia, m.body_world, s.no_world_held],
+                              outputs=[s.body_inv_inertia_world])
                 with s.launching_now():
                     for ctype in s.constraint_types:
                         ctype.row_command(s, self.state, self.control, self.h)
                 wp.launch(integration.substep_displacements, s.entity_count, device=d, inputs=[
                     x_p, start["particle_q"], predicted["particle_q"], x_b, start["body_q"], predicted["body_q"],
-                    m.particle_count], outputs=[displacement, unused])
+                    m.particle_count, m.particle_world, m.body_world, s.no_world_held], outputs=[displacement, unused])
                 if m.row_count:
                     wp.launch(adjoint.jacobian_products, m.nnz, device=d, inputs=[
                         s.J_values, self.J_rows, m.J_columns, displacement, lam], outputs=[J_d, JT_lam])

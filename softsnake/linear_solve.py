@@ -19,14 +19,16 @@ one warp, so that a snake particle's ~70 entries (125 at most) take at most 4 st
 at most 6, where one thread per entity walked them all; on the CPU a block is one thread."""
 
 
-def inverse_mass_transpose_command(solver, x, u, first_entity=0):
+def inverse_mass_transpose_command(solver, x, u, first_entity=0, skip_held=True):
     """u = M^-1 J^T x (the solver's current J) at the entities from ``first_entity`` on (particles first, then
-    bodies); the entries of u before it keep what they held."""
+    bodies); the entries of u before it keep what they held, and so do those of the worlds ``Solver.held_worlds``
+    skips (``skip_held``: inside a batched solve, whose kernels run over every world, False)."""
     m = solver.model
+    held = solver.held_worlds() if skip_held else solver.no_world_held
     return solver.record(operator.apply_inverse_mass_transpose, solver.entity_count - first_entity, [
         m.JT_offsets, m.JT_offsets[1:], m.JT_columns, solver.JT_values, x, m.particle_inv_mass, m.body_inv_mass,
-        solver.body_inv_inertia_world, m.particle_count, solver.planar, first_entity], outputs=[u],
-        block_threads=TRANSPOSE_THREADS)
+        solver.body_inv_inertia_world, m.particle_count, solver.planar, first_entity, m.particle_world, m.body_world,
+        held], outputs=[u], block_threads=TRANSPOSE_THREADS)
 
 
 def record_per_chunk(solver, kernel, inputs, outputs):
@@ -48,26 +50,23 @@ def record_per_world(solver, kernel, inputs, outputs):
                          block_threads=block_threads(largest_world_chunks))
 
 
-def chunk_dot_command(solver, a, b, weight=None):
-    """solver.partial[chunk] = sum over the chunk's rows of a b (weight)."""
-    m = solver.model
-    return record_per_chunk(solver, linear_solver.reduce_chunks, [
-        a, b, a if weight is None else weight, 0 if weight is None else 1, m.chunk_start, m.chunk_end],
-        outputs=[solver.partial])
-
-
 def world_dot_commands(solver, a, b, result, weight=None):
     """result[w] = sum over world w's rows of a b (weight), in a fixed order: each chunk of rows by one
-    thread block, then each world's chunk sums by one block (on the CPU, as the per-world solve adds)."""
-    return [chunk_dot_command(solver, a, b, weight),
-            record_per_world(solver, linear_solver.reduce_worlds, [solver.partial, solver.model.world_chunk_start],
+    thread block, then each world's chunk sums by one block (on the CPU, as the per-world solve adds); held worlds
+    (``Solver.held_worlds``) keep their result."""
+    m = solver.model
+    held = solver.held_worlds()
+    return [record_per_chunk(solver, linear_solver.reduce_chunks, [
+                a, b, a if weight is None else weight, 0 if weight is None else 1, m.chunk_start, m.chunk_end,
+                m.row_world, held], outputs=[solver.partial]),
+            record_per_world(solver, linear_solver.reduce_worlds, [solver.partial, m.world_chunk_start, held],
                              outputs=[result])]
 
 
 def multiply_commands(solver, x, y):
     """y = [J M^-1 J^T + E] x, and the chunk sums of x . y into solver.zAz_partial."""
     m, s = solver.model, solver
-    return [inverse_mass_transpose_command(s, x, s.u),
+    return [inverse_mass_transpose_command(s, x, s.u, skip_held=False),
             record_per_chunk(s, linear_solver.cr_multiply_rows, [
                 m.solve_offsets, m.solve_columns, s.J_solve_values, s.u, x, s.compliance_eff, s.coupling_eff,
                 m.row_block_start, m.chunk_start, m.chunk_end], outputs=[y, s.zAz_partial])]
@@ -135,7 +134,7 @@ def solve_commands(solver):
             solver.planar, solver.linear_iterations, tolerance_sq, m.solve_offsets, m.solve_columns,
             solver.J_solve_values, m.JT_offsets, m.JT_columns, solver.JT_values, m.particle_inv_mass, m.body_inv_mass,
             solver.body_inv_inertia_world, solver.compliance_eff, solver.coupling_eff, m.row_block_start, solver.rhs,
-            solver.inv_diagonal, solver.row_live]
+            solver.inv_diagonal, solver.row_live, solver.held_worlds()]
         outputs = [solver.u, solver.z, solver.p, solver.Az, solver.Ap, solver.dlam]
         if solver.linear_solver == "block":
             return [solver.record(linear_solver.cr_solve_block_per_world, m.world_count, inputs + [solver.JT_live_ends],

@@ -82,7 +82,8 @@ def jacobian_commands(solver, state, control, h):
     commands = []
     if m.body_count:
         commands.append(s.record(integration.update_world_inverse_inertia, m.body_count,
-                                 [state.body_q, m.body_inv_inertia, s.body_inv_inertia_world]))
+                                 [state.body_q, m.body_inv_inertia, m.body_world, s.held_worlds()],
+                                 outputs=[s.body_inv_inertia_world]))
     # Row types other than tetrahedra have no block coupling; it stays zero from allocation
     # except on tetrahedral normal rows, which rewrite it every iteration.
     commands += [ctype.row_command(s, state, control, h) for ctype in s.constraint_types]
@@ -93,7 +94,7 @@ def jacobian_commands(solver, state, control, h):
                          m.particle_count], outputs=[s.remainder, s.remainder_since_start]),
                      s.record(compensated.add_remainders_to_rows, m.row_count, [
                          m.J_offsets, m.J_columns, s.J_values, s.row_from_start, s.row_reads_remainders, s.remainder,
-                         s.remainder_since_start], outputs=[s.row_c])]
+                         s.remainder_since_start, *s.row_skip_inputs()], outputs=[s.row_c])]
     if m.solve_compact:
         commands.append(s.record(rows.gather_solve_values, m.solve_nnz, [
             s.J_values, m.solve_source, m.JT_source, s.J_solve_values, s.JT_values]))
@@ -167,13 +168,15 @@ def elastic_start_commands(solver, state, control, h):
 def displacement_commands(solver, state):
     """x - x_n (``solver.displacement``) and x - x~ (``solver.offset``) of every degree of freedom."""
     s = solver
+    m = s.model
+    skip = [m.particle_world, m.body_world, s.held_worlds()]
     commands = [s.record(integration.substep_displacements, s.entity_count, [
         state.particle_q, s.particle_q_prev, s.particle_q_pred, state.body_q, s.body_q_prev, s.body_q_pred,
-        s.model.particle_count], outputs=[s.displacement, s.offset])]
+        m.particle_count, *skip], outputs=[s.displacement, s.offset])]
     if s.compensating:
         commands.append(s.record(compensated.add_remainder_differences, s.entity_count, [
             state.particle_q_low, s.particle_q_prev_low, s.particle_q_pred_low, state.body_q_low, s.body_q_prev_low,
-            s.body_q_pred_low, s.model.particle_count], outputs=[s.displacement, s.offset]))
+            s.body_q_pred_low, m.particle_count, *skip], outputs=[s.displacement, s.offset]))
     return commands
 
 
@@ -185,15 +188,16 @@ def system_commands(solver, state, control, h):
     if s.balances_momentum:
         # Only the balanced entities' u_lambda: the gap is 0 below them ("bodies": the particles' share skipped).
         commands += [inverse_mass_transpose_command(s, state.multipliers, s.u_lambda, s.momentum_first_entity),
-                     s.record(momentum.momentum_gaps, len(s.offset), [s.offset, s.u_lambda, s.momentum_first_dof],
-                              outputs=[s.momentum_gap])]
+                     s.record(momentum.momentum_gaps, len(s.offset), [
+                         s.offset, s.u_lambda, s.momentum_first_dof, m.particle_count, m.particle_world, m.body_world,
+                         s.held_worlds()], outputs=[s.momentum_gap])]
     commands.append(s.record(rows.prepare_rows, m.row_count, [
         m.solve_offsets, m.solve_columns, s.J_solve_values, s.row_c, s.row_compliance, s.row_coupling,
         m.row_block_start, s.row_damping, state.multipliers, s.displacement, s.momentum_gap, int(s.balances_momentum),
-        m.particle_inv_mass, m.body_inv_mass, s.body_inv_inertia_world, 3 * m.particle_count, s.planar],
-        outputs=[s.rhs, s.compliance_eff, s.coupling_eff, s.inv_diagonal]))
-    commands.append(s.record(multipliers.scale_residuals, m.row_count, [s.rhs, s.row_residual_scale],
-                             outputs=[s.residual]))
+        m.particle_inv_mass, m.body_inv_mass, s.body_inv_inertia_world, 3 * m.particle_count, s.planar,
+        *s.row_skip_inputs()], outputs=[s.rhs, s.compliance_eff, s.coupling_eff, s.inv_diagonal]))
+    commands.append(s.record(multipliers.scale_residuals, m.row_count, [s.rhs, s.row_residual_scale,
+                                                                        *s.row_skip_inputs()], outputs=[s.residual]))
     return commands
 
 
@@ -229,7 +233,8 @@ def assemble_commands(solver, state, control, h, round_off=True):
     if s.balances_momentum:
         commands.append(s.record(momentum.add_momentum_merit, m.world_count, [
             m.particle_world_start_device, m.body_world_start_device, m.particle_count, int(s.momentum_first_entity == 0),
-            s.momentum_gap, m.particle_inv_mass, state.body_q, m.body_inv_mass, m.body_inertia], outputs=[s.merit]))
+            s.momentum_gap, m.particle_inv_mass, state.body_q, m.body_inv_mass, m.body_inertia, s.held_worlds()],
+            outputs=[s.merit]))
     if s.newton_floor > 0.0 and round_off:
         commands += round_off_commands(s, state)
     commands.append(s.record(multipliers.judge_newton_steps, m.world_count, [
@@ -241,7 +246,8 @@ def assemble_commands(solver, state, control, h, round_off=True):
     commands.append(s.record(integration.remember_accepted_points, s.entity_count, [
         s.offset, m.particle_count, m.particle_world, m.body_world, s.retreat], outputs=[s.offset_ref]))
     commands.append(s.record(multipliers.flag_iterating_worlds, 1, [s.retreat, m.world_count],
-                             outputs=[s.newton_iterating, s.newton_unfinished], block_threads=FLAG_THREADS))
+                             outputs=[s.newton_iterating, s.newton_unfinished, s.world_held],
+                             block_threads=FLAG_THREADS))
     return commands
 
 

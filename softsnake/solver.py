@@ -9,8 +9,10 @@ runs in a frame centred on that world (``softsnake.kernels.world_frame``), so th
 round its physics.
 Nothing inside a step reads back to the host, so a whole step is captured as a graph and replayed
 (``SolverSettings.capture_graph``: a CUDA graph on a GPU, Warp's CPU graph on the CPU); the Newton loop ends
-once every world has converged by a conditional branch inside the graph; the blow-up check runs on the
-device in every step and its flags are read back every ``check_interval`` steps.
+once every world has converged by a conditional branch inside the graph, and until then its iterations skip the
+items of the worlds that have (``Solver.held_worlds``: a batch pays for its slowest world's iterations only in that
+world); the blow-up check runs on the device in every step and its flags are read back every ``check_interval``
+steps.
 
 The launches of a substep are recorded once (``wp.launch(record_cmd=True)``) and replayed every
 substep: a launch from Python costs tens of microseconds on the CPU, a replay a few. They are
@@ -148,6 +150,7 @@ class Solver:
         of their length; the command builders of ``softsnake.newton`` read it)."""
         self._checked = set()
         self._launch_now = False
+        self._skipping_held = False
         self._checked_through = 0
         """The last step whose blow-up flags the host has read."""
 
@@ -241,6 +244,10 @@ class Solver:
         self.newton_iterating, self.newton_count = zeros(1, int), zeros(1, int)
         # 1 where the last judgement left some world iterating, also after the budget ended the loop.
         self.newton_unfinished = zeros(1, int)
+        # Per world, 1 where the last judgement held its point (retreat HOLD; multipliers.flag_iterating_worlds): the
+        # Newton loop's later iterations skip that world's items (held_worlds), and a never written twin of zeros
+        # for every launch outside the loop.
+        self.world_held, self.no_world_held = zeros(m.world_count, int), zeros(m.world_count, int)
         self.energy_streak_steps, self.energy_peak = zeros(m.world_count, int), zeros(m.world_count)
         # How each world's Newton loops ended, counted on the device (Solver.newton_counts).
         self.world_substeps, self.world_newton_steps, self.world_budget_ends, self.world_unconverged_ends = (
@@ -425,6 +432,37 @@ class Solver:
         then neither reads nor writes, so one pair serves every such launch (``remainder_inputs``, the gradients)."""
         return self.zeros(self.model.particle_count, wp.vec3), self.zeros(self.model.body_count, wp.vec3)
 
+    def held_worlds(self):
+        """The per-world flags (int, 1: skip) a kernel of the Newton loop takes to skip the items of the worlds that
+        hold their point: ``world_held`` while the loop's later iterations are recorded (``_skipping_held``), else zeros.
+
+        A world that holds its point changes nothing in later iterations (``multipliers.judge_newton_steps``): its
+        multipliers and positions stay, so every row, product and sum of it would come out bit for bit as it stands,
+        and a batch whose loop goes on for its slowest world needs none of them (1024 vines of 15 links: 13 % of the
+        worlds' iterations were their own, experiments/results/vine.md, "Runtime"). Skipped: the whole-solve kernels'
+        worlds (their solution, unused, keeps the last one), the update's product, and the assembly's displacements,
+        inertias, rows, momentum gaps, right-hand sides and merit sums. Skipped together, a kernel and the ones that add
+        into its outputs (``add_remainders_to_rows``, ``add_remainder_differences``, ``add_momentum_merit``) leave the
+        world's arrays as they are; kernels that only copy or read them (``gather_values``, the judgement, the counts)
+        run, and so do the batched solver's, over all rows. tests/test_solver.py
+        (``test_newton_loop_ending_early_changes_no_bit``) and the golden states check that nothing moves."""
+        return self.world_held if self._skipping_held else self.no_world_held
+
+    def row_skip_inputs(self):
+        """What a constraint type's row kernel takes before its ``row_outputs`` to skip the items of held worlds:
+        each row's world and ``held_worlds``."""
+        return [self.model.row_world, self.held_worlds()]
+
+    @contextlib.contextmanager
+    def skipping_held_worlds(self):
+        """Within this block, the launches being recorded skip the items of held worlds (``held_worlds``): the Newton
+        loop's later iterations (solve, update, assembly)."""
+        self._skipping_held = True
+        try:
+            yield
+        finally:
+            self._skipping_held = False
+
     def row_outputs(self):
         """The row arrays every constraint kernel writes, in the order its arguments end with:
         J's offsets and values, the residual c, the compliance alpha and the damping ratio gamma."""
@@ -447,8 +485,7 @@ class Solver:
                 "start": newton.start_line_search_commands(self) if has_rows else [],
                 "newton": {"begin": [self.record(multipliers.start_newton_count, 1, [], outputs=[self.newton_count])],
                            "assemble_first": newton.assemble_commands(self, state, control, h),
-                           "assemble": newton.assemble_commands(self, state, control, h, round_off=False),
-                           "solve": solve_commands(self), "update": newton.update_commands(self, state),
+                           **self._loop_commands(state, control, h),
                            "count": [self.record(multipliers.count_newton_iteration, 1, [
                                self.newton_count, self.newton_iterations], outputs=[self.newton_iterating]),
                                      self.record(multipliers.count_world_newton_steps, self.model.world_count,
@@ -466,6 +503,13 @@ class Solver:
             if len(self._recordings) > RECORDINGS_KEPT:
                 self._recordings.popitem(last=False)
         return self._recordings[key]
+
+    def _loop_commands(self, state, control, h):
+        """What the Newton loop repeats after its first assembly: solve, update and the next assembly, each skipping the
+        worlds that hold their point (``held_worlds``)."""
+        with self.skipping_held_worlds():
+            return {"assemble": newton.assemble_commands(self, state, control, h, round_off=False),
+                    "solve": solve_commands(self), "update": newton.update_commands(self, state)}
 
     def _substep_end_commands(self, state):
         """How the substep's Newton loop ended, per world, into the counts of ``newton_counts``: first the round-off
@@ -560,9 +604,10 @@ class Solver:
             # the budget lasts (a device counter), on every device the same way: a loop the host runs (a step
             # run launch by launch) or a conditional loop of the step's graph (on a GPU a conditional node),
             # whose body is recorded once. A world that holds its point changes nothing in later iterations
-            # (``multipliers.judge_newton_steps``: neither its multipliers nor its positions move, and it
-            # re-assembles the same rows), so ending the loop once every world holds leaves every state bit
-            # for bit as the whole budget would, and a converged batch pays only for the iterations it used.
+            # (``multipliers.judge_newton_steps``: neither its multipliers nor its positions move, so it would
+            # re-assemble the same rows; the iterations skip its items, ``held_worlds``), so ending the loop once every
+            # world holds leaves every state bit for bit as the whole budget would, and a converged batch pays only for
+            # the iterations it used.
             iteration = recording["newton"]
             self._run(iteration["begin"])
             self._run(iteration["assemble_first"], "assemble")

@@ -101,8 +101,9 @@ def test_solver_settings_changed_between_steps_take_effect():
 
 @wp.kernel
 def every_world_iterating(retreat: wp.array(dtype=int), world_count: int, iterating: wp.array(dtype=int),
-                          unfinished: wp.array(dtype=int)):
-    """``multipliers.flag_iterating_worlds`` for a loop forced to its whole budget (and its end assembly)."""
+                          unfinished: wp.array(dtype=int), held: wp.array(dtype=int)):
+    """``multipliers.flag_iterating_worlds`` for a loop forced to its whole budget (and its end assembly), in which
+    no world is skipped as held (``held`` stays 0): every iteration recomputes every world."""
     _block, lane = wp.tid()
     if lane == 0:
         iterating[0] = 1
@@ -118,8 +119,10 @@ def test_newton_loop_ending_early_changes_no_bit(device, scene, monkeypatch):
     different iterations; at the default tolerance they never all do, so there it is 1e-3) stepped 40 times at
     the default budget: the states, velocities and multipliers are bit for bit those of the same run with the
     loop forced to its whole budget (every world flagged as iterating), the forced run ran the whole budget, and
-    the loop did end early (otherwise the test would compare nothing). Each run steps launch by launch and in
-    a graph (Warp's CPU graph, or a CUDA graph with conditional nodes): all four agree bit for bit."""
+    the loop did end early (otherwise the test would compare nothing). The early run also skips, in its later
+    iterations, the items of the worlds that hold their point (``Solver.held_worlds``), which the forced run
+    recomputes. Each run steps launch by launch and in a graph (Warp's CPU graph, or a CUDA graph with conditional
+    nodes): all four agree bit for bit."""
     from engine_scenes import pendulum_worlds, scene_bodies, scene_soft
 
     from softsnake.kernels import multipliers

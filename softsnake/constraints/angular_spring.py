@@ -14,7 +14,7 @@ import numpy as np
 import warp as wp
 
 from softsnake.errors import ModelError
-from softsnake.kernels.entities import body_frame, nonnegative, write_body_block
+from softsnake.kernels.entities import body_frame, nonnegative, row_world_held, write_body_block
 from softsnake.spatial import quat_inverse, quat_multiply, quat_to_matrix
 from softsnake.validation import finite_value, non_negative_value, positive_value, unit_axis, vector
 
@@ -91,6 +91,8 @@ def eval_angular_spring_rows(
     min_stiffness_ratio: float,
     inv_h: float,
     inv_h2: float,
+    row_world: wp.array(dtype=int),
+    held: wp.array(dtype=int),
     J_offsets: wp.array(dtype=int),
     J_values: wp.array(dtype=float),
     row_c: wp.array(dtype=float),
@@ -98,6 +100,8 @@ def eval_angular_spring_rows(
     row_damping: wp.array(dtype=float),
 ):
     t = nonnegative(wp.tid())
+    if row_world_held(row_world, held, spring_row[t]):
+        return  # a held world's rows stand as they are
     # a may be -1 (the static world): tested before it indexes anything (body_frame).
     a = spring_body_a[t]
     # The rotation alone: a world frame's shift moves no rotation (softsnake.kernels.world_frame).
@@ -172,7 +176,7 @@ class AngularSpring(ConstraintType):
             state.body_q, m.spring_body_a, m.spring_body_b, m.spring_axis_a, m.spring_rest_rotation, m.spring_stiffness,
             m.spring_damping, m.spring_curve_start, m.spring_curve_count, m.spring_curve_angle, m.spring_curve_moment,
             control.joint_target, m.spring_row, solver.min_stiffness_ratio, 1.0 / h, 1.0 / (h * h),
-            *solver.row_outputs()])
+            *solver.row_skip_inputs(), *solver.row_outputs()])
 
 
 ANGULAR_SPRING = AngularSpring()

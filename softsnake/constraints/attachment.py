@@ -3,7 +3,7 @@
 import numpy as np
 import warp as wp
 
-from softsnake.kernels.entities import nonnegative, write_body_block, write_particle_block
+from softsnake.kernels.entities import nonnegative, row_world_held, write_body_block, write_particle_block
 from softsnake.spatial import quat_to_matrix
 from softsnake.validation import non_negative_value, position
 
@@ -22,6 +22,8 @@ def eval_attachment_rows(
     attachment_row: wp.array(dtype=int),
     inv_h: float,
     inv_h2: float,
+    row_world: wp.array(dtype=int),
+    held: wp.array(dtype=int),
     J_offsets: wp.array(dtype=int),
     J_values: wp.array(dtype=float),
     row_c: wp.array(dtype=float),
@@ -29,6 +31,8 @@ def eval_attachment_rows(
     row_damping: wp.array(dtype=float),
 ):
     t = nonnegative(wp.tid())
+    if row_world_held(row_world, held, attachment_row[t]):
+        return  # a held world's rows stand as they are
     tf = body_q[nonnegative(attachment_body[t])]
     r = wp.quat_rotate(wp.transform_get_rotation(tf), attachment_local[t])
     c = wp.transform_get_translation(tf) + r - particle_q[nonnegative(attachment_particle[t])]
@@ -69,7 +73,7 @@ class Attachment(ConstraintType):
         return solver.record(eval_attachment_rows, m.attachment_count, [
             state.particle_q, state.body_q, m.attachment_body, m.attachment_particle, m.attachment_local,
             m.attachment_compliance, m.attachment_damping, m.attachment_row, 1.0 / h, 1.0 / (h * h),
-            *solver.row_outputs()])
+            *solver.row_skip_inputs(), *solver.row_outputs()])
 
 
 ATTACHMENT = Attachment()

@@ -79,6 +79,7 @@ from softsnake.kernels.entities import (
     entity_world,
     nonnegative,
     rotation_vector_between,
+    row_world_held,
     write_body_block,
     write_neutral_row,
     write_particle_block,
@@ -338,6 +339,8 @@ def eval_contact_rows(
     contact_regularization: float,
     friction_regularization: float,
     planar: int,
+    row_world: wp.array(dtype=int),
+    held: wp.array(dtype=int),
     J_offsets: wp.array(dtype=int),
     J_values: wp.array(dtype=float),
     row_c: wp.array(dtype=float),
@@ -346,6 +349,8 @@ def eval_contact_rows(
     row_residual_scale: wp.array(dtype=float),
 ):
     s = nonnegative(wp.tid())
+    if row_world_held(row_world, held, contact_slot_row[s]):
+        return  # a held world's rows stand as they are
     e = nonnegative(contact_slot_entity[s])
     row = nonnegative(contact_slot_row[s])
     friction_count = friction_row_count(planar)
@@ -743,7 +748,8 @@ class ContactSlot(ConstraintType):
             solver.contact_active, solver.contact_anchor, solver.contact_normal, solver.contact_touch,
             solver.contact_start, solver.body_q_prev, state.multipliers, *solver.remainder_inputs(state),
             solver.fb_epsilon, solver.contact_regularization,
-            solver.friction_regularization, solver.planar, *solver.row_outputs(), solver.row_residual_scale])
+            solver.friction_regularization, solver.planar, *solver.row_skip_inputs(), *solver.row_outputs(),
+            solver.row_residual_scale])
 
 
 CONTACT_SLOT = ContactSlot()

@@ -8,7 +8,7 @@ pressurised (p <= 0) is not driven at all, so the passive side of a bending link
 import numpy as np
 import warp as wp
 
-from softsnake.kernels.entities import nonnegative, write_neutral_row, write_particle_block
+from softsnake.kernels.entities import nonnegative, row_world_held, write_neutral_row, write_particle_block
 from softsnake.errors import ModelError
 from softsnake.validation import index_value, length_value, non_negative_value, positive_value
 
@@ -28,6 +28,8 @@ def eval_distance_rows(
     pressure: wp.array(dtype=float),
     inv_h: float,
     inv_h2: float,
+    row_world: wp.array(dtype=int),
+    held: wp.array(dtype=int),
     J_offsets: wp.array(dtype=int),
     J_values: wp.array(dtype=float),
     row_c: wp.array(dtype=float),
@@ -35,6 +37,8 @@ def eval_distance_rows(
     row_damping: wp.array(dtype=float),
 ):
     tid = nonnegative(wp.tid())
+    if row_world_held(row_world, held, distance_row[tid]):
+        return  # a held world's rows stand as they are
     row = nonnegative(distance_row[tid])
     nz = nonnegative(J_offsets[row])
     ij = distance_particles[tid]
@@ -93,7 +97,7 @@ class Distance(ConstraintType):
         return solver.record(eval_distance_rows, m.distance_count, [
             state.particle_q, m.distance_particles, m.distance_rest_length, m.distance_compliance, m.distance_damping,
             m.distance_pressure_channel, m.distance_youngs_modulus, m.distance_row, control.pressure, 1.0 / h,
-            1.0 / (h * h), *solver.row_outputs()])
+            1.0 / (h * h), *solver.row_skip_inputs(), *solver.row_outputs()])
 
 
 DISTANCE = Distance()

@@ -21,7 +21,7 @@ of the plane, which the integrator removes.
 
 import warp as wp
 
-from softsnake.kernels.entities import body_frame, nonnegative, write_body_block
+from softsnake.kernels.entities import body_frame, nonnegative, row_world_held, write_body_block
 from softsnake.spatial import perpendicular_pair, quat_to_matrix
 from softsnake.validation import non_negative_value, position, unit_axis
 
@@ -47,6 +47,8 @@ def eval_hinge_rows(
     frame_shift: wp.array(dtype=wp.vec3),
     planar: int,
     inv_h2: float,
+    row_world: wp.array(dtype=int),
+    held: wp.array(dtype=int),
     J_offsets: wp.array(dtype=int),
     J_values: wp.array(dtype=float),
     row_c: wp.array(dtype=float),
@@ -54,6 +56,8 @@ def eval_hinge_rows(
     row_damping: wp.array(dtype=float),
 ):
     t = nonnegative(wp.tid())
+    if row_world_held(row_world, held, hinge_row[t]):
+        return  # a held world's rows stand as they are
     # a may be -1 (the static world): tested before it indexes anything (body_frame).
     a = hinge_body_a[t]
     b = nonnegative(hinge_body_b[t])
@@ -134,7 +138,7 @@ class Hinge(ConstraintType):
         return solver.record(eval_hinge_rows, m.hinge_count, [
             state.body_q, m.hinge_body_a, m.hinge_body_b, m.hinge_anchor_a, m.hinge_anchor_b, m.hinge_axis_a,
             m.hinge_normal_b1, m.hinge_normal_b2, m.hinge_compliance, m.hinge_row, m.body_world, solver.frame_shift,
-            solver.planar, 1.0 / (h * h), *solver.row_outputs()])
+            solver.planar, 1.0 / (h * h), *solver.row_skip_inputs(), *solver.row_outputs()])
 
 
 HINGE = Hinge()

@@ -30,7 +30,7 @@ the plane, which the integrator removes.
 
 import warp as wp
 
-from softsnake.kernels.entities import body_frame, nonnegative, write_body_block, write_neutral_row
+from softsnake.kernels.entities import body_frame, nonnegative, row_world_held, write_body_block, write_neutral_row
 from softsnake.spatial import perpendicular_pair, quat_inverse, quat_multiply, quat_to_matrix
 from softsnake.validation import finite_value, non_negative_value, position, unit_axis
 
@@ -86,6 +86,8 @@ def eval_prismatic_rows(
     planar: int,
     h: float,
     inv_h2: float,
+    row_world: wp.array(dtype=int),
+    held: wp.array(dtype=int),
     J_offsets: wp.array(dtype=int),
     J_values: wp.array(dtype=float),
     row_c: wp.array(dtype=float),
@@ -93,6 +95,8 @@ def eval_prismatic_rows(
     row_damping: wp.array(dtype=float),
 ):
     t = nonnegative(wp.tid())
+    if row_world_held(row_world, held, prismatic_row[t]):
+        return  # a held world's rows stand as they are
     # a may be -1 (the static world): tested before it indexes anything (body_frame).
     a = prismatic_body_a[t]
     has_a = int(0)
@@ -198,7 +202,7 @@ class Prismatic(ConstraintType):
             m.prismatic_anchor_b, m.prismatic_axis_a, m.prismatic_normal_a1, m.prismatic_normal_a2,
             m.prismatic_rest_rotation, m.prismatic_compliance, m.prismatic_driven, m.prismatic_drive_mobility,
             control.prismatic_rate, m.prismatic_row, m.body_world, solver.frame_shift, solver.planar, h, 1.0 / (h * h),
-            *solver.row_outputs()])
+            *solver.row_skip_inputs(), *solver.row_outputs()])
 
 
 PRISMATIC = Prismatic()

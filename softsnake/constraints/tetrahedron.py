@@ -16,7 +16,7 @@ import numpy as np
 import warp as wp
 
 from softsnake.errors import ModelError
-from softsnake.kernels.entities import nonnegative, write_particle_block
+from softsnake.kernels.entities import nonnegative, row_world_held, write_particle_block
 from softsnake.spatial import quat_to_matrix
 from softsnake.validation import (FLOAT32_MAX, FLOAT32_TINY, bounded_vector, non_negative_value, positive_value,
                                   unit_quaternion, vector)
@@ -85,6 +85,8 @@ def eval_tetrahedron_rows(
     tet_row: wp.array(dtype=int),
     inv_h: float,
     inv_h2: float,
+    row_world: wp.array(dtype=int),
+    held: wp.array(dtype=int),
     J_offsets: wp.array(dtype=int),
     J_values: wp.array(dtype=float),
     row_c: wp.array(dtype=float),
@@ -93,6 +95,8 @@ def eval_tetrahedron_rows(
     row_coupling: wp.array(dtype=float),
 ):
     t = nonnegative(wp.tid())
+    if row_world_held(row_world, held, tet_row[t]):
+        return  # a held world's rows stand as they are
     idx = tet_particles[t]
     x0 = particle_q[nonnegative(idx[0])]
     x1 = particle_q[nonnegative(idx[1])]
@@ -169,7 +173,8 @@ class Tetrahedron(ConstraintType):
         m = solver.model
         return solver.record(eval_tetrahedron_rows, m.tet_count, [
             state.particle_q, m.tet_particles, m.tet_inv_rest, m.tet_volume, m.tet_youngs_modulus, m.tet_poisson_ratio,
-            m.tet_damping, m.tet_row, 1.0 / h, 1.0 / (h * h), *solver.row_outputs(), solver.row_coupling])
+            m.tet_damping, m.tet_row, 1.0 / h, 1.0 / (h * h), *solver.row_skip_inputs(), *solver.row_outputs(),
+            solver.row_coupling])
 
 
 TETRAHEDRON = Tetrahedron()

@@ -30,7 +30,7 @@ run and the others skip the remainders: every result is bit for bit the float32 
 
 import warp as wp
 
-from .entities import entity_dof_start, nonnegative
+from .entities import entity_dof_start, entity_world, nonnegative, row_world_held
 from .operator import row_dot
 
 # Never on a wp.Tape (softsnake.gradients): no backward code, less to compile (tests/kernels/test_backward_options.py).
@@ -69,12 +69,18 @@ def add_remainder_differences(
     body_prev_low: wp.array(dtype=wp.vec3),
     body_pred_low: wp.array(dtype=wp.vec3),
     particle_count: int,
+    particle_world: wp.array(dtype=int),
+    body_world: wp.array(dtype=int),
+    held: wp.array(dtype=int),
     displacement: wp.array(dtype=float),
     offset: wp.array(dtype=float),
 ):
     """x - x_n and x - x~ per degree of freedom (``integration.substep_displacements``, from the values) plus the
-    remainders' differences; a body's rotation has none."""
+    remainders' differences; a body's rotation has none. Held worlds (``Solver.held_worlds``) are skipped here as
+    there."""
     e = nonnegative(wp.tid())
+    if held[entity_world(e, particle_count, particle_world, body_world)] != 0:
+        return
     base = entity_dof_start(e, particle_count)
     r = entity_remainder(e, particle_count, particle_low, body_low)
     r_n = entity_remainder(e, particle_count, particle_prev_low, body_prev_low)
@@ -118,14 +124,17 @@ def add_remainders_to_rows(
     row_reads_remainders: wp.array(dtype=int),
     remainder: wp.array(dtype=float),
     remainder_since_start: wp.array(dtype=float),
+    row_world: wp.array(dtype=int),
+    held: wp.array(dtype=int),
     row_c: wp.array(dtype=float),
 ):
     """c += J r: each row's residual at the values, moved to the pair's position to first order (rows that measure
-    a motion since the substep's start: J (r - r_n); rows whose kernel read the remainders itself: nothing)."""
+    a motion since the substep's start: J (r - r_n); rows whose kernel read the remainders itself: nothing). Held
+    worlds' rows (``Solver.held_worlds``), which their row kernels skipped, are not moved again."""
     i = nonnegative(wp.tid())
     start = nonnegative(J_offsets[i])
     end = J_offsets[i + 1]
-    if row_reads_remainders[i] != 0:
+    if row_reads_remainders[i] != 0 or row_world_held(row_world, held, i):
         return
     if row_from_start[i] != 0:
         row_c[i] = row_c[i] + row_dot(J_values, J_columns, start, end, remainder_since_start)

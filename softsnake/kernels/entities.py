@@ -21,6 +21,14 @@ def nonnegative(index: int):
 
 
 @wp.func
+def row_world_held(row_world: wp.array(dtype=int), held: wp.array(dtype=int), row: int):
+    """Whether the world of ``row`` holds its Newton point, so that a kernel of the Newton loop leaves the row's item
+    as it stands (``Solver.held_worlds``; all zeros outside the loop, and on a wp.Tape, where an early return would
+    upset Warp's adjoint)."""
+    return held[nonnegative(row_world[nonnegative(row)])] != 0
+
+
+@wp.func
 def entity_dof_start(e: int, particle_count: int):
     """First degree of freedom of entity e in the solver's vectors: particles (3 each) first, then
     bodies (6 each: translation, rotation)."""
@@ -35,6 +43,14 @@ def entity_dof_count(e: int, particle_count: int):
     if e < particle_count:
         return 3
     return 6
+
+
+@wp.func
+def dof_entity(k: int, particle_count: int):
+    """The entity (a particle, or body e - particle_count) of degree of freedom k (``entity_dof_start``)."""
+    if k < 3 * particle_count:
+        return k // 3
+    return particle_count + (k - 3 * particle_count) // 6
 
 
 @wp.func

@@ -212,9 +212,14 @@ def predict_bodies(
 def update_world_inverse_inertia(
     body_q: wp.array(dtype=wp.transform),
     body_inv_inertia: wp.array(dtype=wp.mat33),
+    body_world: wp.array(dtype=int),
+    held: wp.array(dtype=int),
     body_inv_inertia_world: wp.array(dtype=wp.mat33),
 ):
+    """R I^-1 R^T of every body, except in held worlds (``Solver.held_worlds``)."""
     i = nonnegative(wp.tid())
+    if held[nonnegative(body_world[i])] != 0:
+        return
     R = wp.quat_to_matrix(wp.transform_get_rotation(body_q[i]))
     body_inv_inertia_world[i] = R * body_inv_inertia[i] * wp.transpose(R)
 
@@ -253,12 +258,18 @@ def substep_displacements(
     body_q_prev: wp.array(dtype=wp.transform),
     body_q_pred: wp.array(dtype=wp.transform),
     particle_count: int,
+    particle_world: wp.array(dtype=int),
+    body_world: wp.array(dtype=int),
+    held: wp.array(dtype=int),
     displacement: wp.array(dtype=float),
     offset: wp.array(dtype=float),
 ):
     """Per degree of freedom: the displacement x - x_n since the substep's start (damping rows) and the
-    offset x - x~ from the prediction (the momentum residual M (x - x~) - J^T lambda)."""
+    offset x - x~ from the prediction (the momentum residual M (x - x~) - J^T lambda), except in held worlds
+    (``Solver.held_worlds``)."""
     e = nonnegative(wp.tid())
+    if held[entity_world(e, particle_count, particle_world, body_world)] != 0:
+        return
     entity_offset(e, particle_count, particle_q, particle_q_prev, body_q, body_q_prev, displacement)
     entity_offset(e, particle_count, particle_q, particle_q_pred, body_q, body_q_pred, offset)
 

@@ -35,6 +35,12 @@ REDUCTION_CHUNK = wp.constant(256)
 
 
 @wp.func
+def chunk_world(chunk_start: wp.array(dtype=int), row_world: wp.array(dtype=int), c: int):
+    """The world of chunk c (a chunk is never empty and never straddles two worlds)."""
+    return nonnegative(row_world[nonnegative(chunk_start[c])])
+
+
+@wp.func
 def block_sum(value: float):
     """The sum of ``value`` over the threads of the block (every thread gets it): a tree reduction in
     shared memory, in a fixed order; also a barrier (the block's earlier writes are visible after it)."""
@@ -66,12 +72,17 @@ def reduce_chunks(
     use_weight: int,
     chunk_start: wp.array(dtype=int),
     chunk_end: wp.array(dtype=int),
+    row_world: wp.array(dtype=int),
+    held: wp.array(dtype=int),
     partial: wp.array(dtype=float),
 ):
     """partial[chunk] = sum over the chunk's rows of a * b (* weight): one thread block per chunk
     (``wp.launch_tiled``), thread t summing rows t, t + block_dim, ..., then a ``block_sum``. On the
-    CPU a block is one thread: the chunk's rows in order, as ``cr_solve_per_world`` adds them."""
+    CPU a block is one thread: the chunk's rows in order, as ``cr_solve_per_world`` adds them. The chunks of held
+    worlds (``Solver.held_worlds``) are skipped, their sums unused."""
     c, lane = wp.tid()
+    if held[chunk_world(chunk_start, row_world, c)] != 0:
+        return  # every thread of the block alike
     s = strided_dot(a, b, weight, use_weight, chunk_start[c] + lane, chunk_end[c], wp.block_dim())
     total = block_sum(s)
     if lane == 0:
@@ -94,10 +105,14 @@ def world_block_sum(partial: wp.array(dtype=float), world_chunk_start: wp.array(
 def reduce_worlds(
     partial: wp.array(dtype=float),
     world_chunk_start: wp.array(dtype=int),
+    held: wp.array(dtype=int),
     result: wp.array(dtype=float),
 ):
-    """result[world] = sum of the world's chunk sums: one thread block per world."""
+    """result[world] = sum of the world's chunk sums: one thread block per world; a held world
+    (``Solver.held_worlds``) keeps its result."""
     w, lane = wp.tid()
+    if held[w] != 0:
+        return
     total = world_block_sum(partial, world_chunk_start, w, lane)
     if lane == 0:
         result[w] = total
@@ -143,12 +158,6 @@ def cr_ratio(zAz_new: float, zAz: float, zAz_start: float, tolerance_sq: float):
     if cr_converged(zAz_new, zAz_start, tolerance_sq) or not (zAz > 0.0):
         return 0.0
     return zAz_new / zAz
-
-
-@wp.func
-def chunk_world(chunk_start: wp.array(dtype=int), row_world: wp.array(dtype=int), c: int):
-    """The world of chunk c (a chunk is never empty and never straddles two worlds)."""
-    return nonnegative(row_world[nonnegative(chunk_start[c])])
 
 
 @wp.kernel
@@ -400,6 +409,7 @@ def cr_solve_per_world(
     rhs: wp.array(dtype=float),
     inv_diagonal: wp.array(dtype=float),
     row_live: wp.array(dtype=int),
+    held: wp.array(dtype=int),
     live_rows: wp.array(dtype=int),
     JT_live_ends: wp.array(dtype=int),
     u: wp.array(dtype=float),
@@ -420,6 +430,8 @@ def cr_solve_per_world(
     M^-1 touches the in-plane degrees of freedom only (world_inverse_mass_transpose).
     """
     w = wp.tid()
+    if held[w] != 0:
+        return  # a world that holds its point: its right-hand side is 0 and its last solution is unused
     r0 = nonnegative(row_world_start[w])
     r1 = row_world_start[w + 1]
     p0 = nonnegative(particle_world_start[w])
@@ -531,6 +543,7 @@ def cr_solve_block_per_world(
     rhs: wp.array(dtype=float),
     inv_diagonal: wp.array(dtype=float),
     row_live: wp.array(dtype=int),
+    held: wp.array(dtype=int),
     JT_live_ends: wp.array(dtype=int),
     u: wp.array(dtype=float),
     z: wp.array(dtype=float),
@@ -552,6 +565,8 @@ def cr_solve_block_per_world(
     (of a product the iteration needs, or of 0) is the barrier. On the CPU a block is one thread.
     """
     w, lane = wp.tid()
+    if held[w] != 0:
+        return  # the whole block: a world that holds its point (see cr_solve_per_world)
     threads = wp.block_dim()
     r0 = nonnegative(row_world_start[w])
     r1 = row_world_start[w + 1]

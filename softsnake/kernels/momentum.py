@@ -13,7 +13,7 @@ the merit, as ``softsnake.residuals`` defines the momentum norm.
 
 import warp as wp
 
-from .entities import nonnegative
+from .entities import dof_entity, entity_world, nonnegative
 from .multipliers import ROUND_OFF
 
 # Never on a wp.Tape (softsnake.gradients): no backward code, less to compile (tests/kernels/test_backward_options.py).
@@ -21,13 +21,16 @@ wp.set_module_options({"enable_backward": False})
 
 
 @wp.kernel
-def momentum_gaps(offset: wp.array(dtype=float), u_lambda: wp.array(dtype=float), first_dof: int,
+def momentum_gaps(offset: wp.array(dtype=float), u_lambda: wp.array(dtype=float), first_dof: int, particle_count: int,
+                  particle_world: wp.array(dtype=int), body_world: wp.array(dtype=int), held: wp.array(dtype=int),
                   gap: wp.array(dtype=float)):
     """d = (x - x~) - M^-1 J^T lambda, per degree of freedom from ``first_dof`` on, 0 before it (kinematic entities:
     both parts are 0). ``first_dof`` 0 balances every entity; the first body's (3 x particle_count) the bodies
     alone (``SolverSettings.momentum_balance`` "bodies"): a particle whose gap is 0 takes the plain iteration's
-    update, its merit share and right-hand side term vanish."""
+    update, its merit share and right-hand side term vanish. Held worlds (``Solver.held_worlds``) keep theirs."""
     k = nonnegative(wp.tid())
+    if held[entity_world(dof_entity(k, particle_count), particle_count, particle_world, body_world)] != 0:
+        return
     d = float(0.0)
     if k >= first_dof:
         d = offset[k] - u_lambda[k]
@@ -45,11 +48,15 @@ def add_momentum_merit(
     body_q: wp.array(dtype=wp.transform),
     body_inv_mass: wp.array(dtype=float),
     body_inertia: wp.array(dtype=wp.mat33),
+    held: wp.array(dtype=int),
     merit: wp.array(dtype=float),
 ):
     """merit[w] += d^T M d over world w's moving particles (``particles`` 1; 0: their gap is 0, "bodies") and
-    bodies, one thread per world in a fixed order (deterministic). Bodies: m |d_lin|^2 + d_ang^T I_world d_ang."""
+    bodies, one thread per world in a fixed order (deterministic). Bodies: m |d_lin|^2 + d_ang^T I_world d_ang. A
+    held world (``Solver.held_worlds``), whose rows' share was not summed again either, keeps its merit."""
     w = nonnegative(wp.tid())
+    if held[w] != 0:
+        return
     total = float(0.0)
     i = nonnegative(particle_world_start[w])
     if particles == 0:

@@ -23,11 +23,14 @@ def keep_carried_multipliers(lam: wp.array(dtype=float), row_carried: wp.array(d
 
 
 @wp.kernel
-def scale_residuals(rhs: wp.array(dtype=float), residual_scale: wp.array(dtype=float), scaled: wp.array(dtype=float)):
+def scale_residuals(rhs: wp.array(dtype=float), residual_scale: wp.array(dtype=float), row_world: wp.array(dtype=int),
+                    held: wp.array(dtype=int), scaled: wp.array(dtype=float)):
     """The residual of each row's own equation: the right-hand side times the row's scale (d phi/d a
-    for complementarity rows, whose right-hand side is -phi / (d phi/d a); 1 for the others)."""
+    for complementarity rows, whose right-hand side is -phi / (d phi/d a); 1 for the others), except in held worlds
+    (``Solver.held_worlds``)."""
     i = nonnegative(wp.tid())
-    scaled[i] = rhs[i] * residual_scale[i]
+    if held[nonnegative(row_world[i])] == 0:
+        scaled[i] = rhs[i] * residual_scale[i]
 
 
 @wp.kernel
@@ -206,19 +209,23 @@ def copy_rows_where(row_world: wp.array(dtype=int), taken: wp.array(dtype=int), 
 
 @wp.kernel
 def flag_iterating_worlds(retreat: wp.array(dtype=int), world_count: int, iterating: wp.array(dtype=int),
-                          unfinished: wp.array(dtype=int)):
+                          unfinished: wp.array(dtype=int), held: wp.array(dtype=int)):
     """iterating[0] = unfinished[0] = 1 if some world has not converged (retreat != HOLD), else 0: one thread block
     (on the CPU one thread) counts them, each thread every block_dim-th world, then a sum over the block (integers:
     exact in any order). The Newton loop goes on while ``iterating`` is 1 (``Solver._substep``: on a GPU a
     conditional node of the step's CUDA graph, a conditional branch of a CPU graph); the budget's end sets it to 0
     (``count_newton_iteration``) and leaves ``unfinished``, which runs the substep's end assembly
-    (``SolverSettings.wander_limit``) only where some world did not converge."""
+    (``SolverSettings.wander_limit``) only where some world did not converge. held[w] = 1 where world w holds its
+    point: the loop's next iterations skip its items (``Solver.held_worlds``)."""
     _block, lane = wp.tid()
     count = int(0)
     w = lane
     while w < world_count:
         if retreat[w] != HOLD:
             count += 1
+            held[w] = 0
+        else:
+            held[w] = 1
         w += wp.block_dim()
     total = wp.tile_sum(wp.tile(count))[0]
     if lane == 0:

@@ -10,7 +10,7 @@ The same u = M^-1 J^T x moves the particles and bodies after each solve.
 
 import warp as wp
 
-from .entities import nonnegative
+from .entities import entity_world, nonnegative
 
 # Never on a wp.Tape (softsnake.gradients): no backward code, less to compile; the functions keep their adjoints
 # in kernels.adjoint, whose kernels have backward (tests/kernels/test_backward_options.py).
@@ -168,10 +168,14 @@ def apply_inverse_mass_transpose(
     particle_count: int,
     planar: int,
     first_entity: int,
+    particle_world: wp.array(dtype=int),
+    body_world: wp.array(dtype=int),
+    held: wp.array(dtype=int),
     u: wp.array(dtype=float),
 ):
     """u = M^-1 J^T x, one thread block per particle or body from ``first_entity`` on (``wp.launch_tiled``):
-    thread t adds the entity's entries t, t + block_dim, ..., and the block adds the threads' sums in a fixed tree.
+    thread t adds the entity's entries t, t + block_dim, ..., and the block adds the threads' sums in a fixed tree;
+    the entities of held worlds (``Solver.held_worlds``) keep their u.
 
     A particle of a tetrahedral mesh lies in ~70 rows (125 at most in the snake's meshes), a body in up
     to 178 per column, both columns walked twice: one thread per entity walked them one dependent load
@@ -181,6 +185,8 @@ def apply_inverse_mass_transpose(
     """
     block, lane = wp.tid()
     e = first_entity + block
+    if held[entity_world(e, particle_count, particle_world, body_world)] != 0:
+        return  # every thread of the block alike
     sums = entity_transpose_sums(e, lane, wp.block_dim(), particle_count, planar, JT_offsets, JT_ends, JT_columns,
                                  JT_values, x)
     total = sums

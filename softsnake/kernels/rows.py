@@ -59,6 +59,8 @@ def prepare_rows(
     body_inv_inertia_world: wp.array(dtype=wp.mat33),
     particle_dof_count: int,
     planar: int,
+    row_world: wp.array(dtype=int),
+    held: wp.array(dtype=int),
     rhs: wp.array(dtype=float),
     compliance_eff: wp.array(dtype=float),
     coupling_eff: wp.array(dtype=float),
@@ -68,9 +70,12 @@ def prepare_rows(
 
     J is the solver's J (planar models: the in-plane columns only, 3 per body, 2 per particle).
     The out-of-plane entries that planar rows leave zero would add exact zeros to the damping
-    term and the diagonal, so the result is the same as over the full J, for a third of the work.
+    term and the diagonal, so the result is the same as over the full J, for a third of the work. The rows of held
+    worlds (``Solver.held_worlds``) keep theirs.
     """
     i = nonnegative(wp.tid())
+    if held[nonnegative(row_world[i])] != 0:
+        return
     gamma = row_damping[i]
     start = nonnegative(J_offsets[i])
     end = J_offsets[i + 1]

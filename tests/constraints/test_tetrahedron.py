@@ -54,7 +54,8 @@ def engine_stiffness(vertices, youngs, poisson, positions, device):
     # inv_h = inv_h2 = 1: the rows carry the plain compliance E.
     wp.launch(tetrahedron.eval_tetrahedron_rows, 1, device=device, inputs=[
         q, m.tet_particles, m.tet_inv_rest, m.tet_volume, m.tet_youngs_modulus, m.tet_poisson_ratio, m.tet_damping,
-        m.tet_row, 1.0, 1.0, m.J_offsets, J_values, c, compliance, damping, coupling])
+        m.tet_row, 1.0, 1.0, m.row_world, wp.zeros(m.world_count, dtype=int, device=device), m.J_offsets, J_values, c,
+        compliance, damping, coupling])  # no world held (Solver.held_worlds)
     offsets, columns, values = m.J_offsets.numpy(), m.J_columns.numpy(), J_values.numpy()
     J = np.zeros((6, 12))
     for r in range(6):
