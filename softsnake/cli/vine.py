@@ -126,7 +126,8 @@ def _simulate(args, scene, specs, batch, out, steps):
     half_length = batch.half_length
     headings = np.array([spec.heading for spec in specs])
     spread = f", launch headings {headings.min():+.3f}..{headings.max():+.3f} rad" if batch.vine_count > 1 else ""
-    print(f"{stem}: {batch.vine_count} vine(s), {steps} steps of {dt:.6g} s{spread}", flush=True)
+    processes = f", {len(batch.shares)} worker processes" if args.workers != 1 else ""
+    print(f"{stem}: {batch.vine_count} vine(s), {steps} steps of {dt:.6g} s{spread}{processes}", flush=True)
     poses = [batch.poses()]
     try:
         with UsdRecorder(usd_path, fps=1.0 / dt) as recorder:
