@@ -110,13 +110,21 @@ def every_world_iterating(retreat: wp.array(dtype=int), world_count: int, iterat
         unfinished[0] = 1
 
 
-@pytest.mark.parametrize("scene", ["soft", "bodies", "pendulums"])
+PENDULUM_VARIANTS = {"pendulums": {}, "pendulums_compensated": {"compensated_positions": True},
+                     "pendulums_block": {"linear_solver": "block"}, "pendulums_batched": {"linear_solver": "batched"}}
+"""The pendulum worlds' settings beside the loop's tolerance: compensated positions (whose row and displacement
+kernels add into the skipped kernels' outputs), and each linear solver (the whole-solve kernels skip a held world,
+the batched one runs over all)."""
+
+
+@pytest.mark.parametrize("scene", ["soft", "bodies", *PENDULUM_VARIANTS])
 def test_newton_loop_ending_early_changes_no_bit(device, scene, monkeypatch):
     """The Newton loop of a substep ends once every world holds its converged point (``Solver._substep``: a
     ``wp.capture_while`` on ``Solver.newton_iterating``, which each assembly sets and the budget's counter
     clears). A scene (the soft cantilever with its pressure rows at 20 kPa, bodies of every shape with friction
     and a hinge, or three worlds of a compliant double pendulum swinging at 0.5, 2 and 5 m/s, which converge at
-    different iterations; at the default tolerance they never all do, so there it is 1e-3) stepped 40 times at
+    different iterations; at the default tolerance they never all do, so there it is 1e-3; also with compensated
+    positions and with each linear solver: ``PENDULUM_VARIANTS``) stepped 40 times at
     the default budget: the states, velocities and multipliers are bit for bit those of the same run with the
     loop forced to its whole budget (every world flagged as iterating), the forced run ran the whole budget, and
     the loop did end early (otherwise the test would compare nothing). The early run also skips, in its later
@@ -128,7 +136,7 @@ def test_newton_loop_ending_early_changes_no_bit(device, scene, monkeypatch):
     from softsnake.kernels import multipliers
 
     def build():
-        if scene == "pendulums":
+        if scene in PENDULUM_VARIANTS:
             return pendulum_worlds()
         return scene_soft() if scene == "soft" else scene_bodies()
 
@@ -139,13 +147,16 @@ def test_newton_loop_ending_early_changes_no_bit(device, scene, monkeypatch):
         monkeypatch.setattr(multipliers, "flag_iterating_worlds", every_world_iterating if forced else flag)
         with wp.ScopedDevice(device):
             model = build()
-        solver = softsnake.Solver(model, capture_graph=capture_graph,
-                                  **({"newton_tolerance": 1e-3} if scene == "pendulums" else {}))
-        iterations = {"run": 0}
+        options = {"newton_tolerance": 1e-3, **PENDULUM_VARIANTS[scene]} if scene in PENDULUM_VARIANTS else {}
+        solver = softsnake.Solver(model, capture_graph=capture_graph, **options)
+        iterations = {"run": 0, "skipping": 0}
         original = solver._newton_iteration
 
         def counted(**kwargs):  # called once per iteration by the host's loop; once per capture in a graph
             iterations["run"] += 1
+            if not capture_graph:  # an iteration in which some worlds are skipped as held and others iterate
+                held = solver.world_held.numpy()
+                iterations["skipping"] += int(0 < held.sum() < len(held))
             original(**kwargs)
         monkeypatch.setattr(solver, "_newton_iteration", counted)
         state, control = model.state(), model.control()
@@ -154,12 +165,15 @@ def test_newton_loop_ending_early_changes_no_bit(device, scene, monkeypatch):
         for _ in range(steps):
             solver.step(state, state, control, 1.0 / 120.0)
         arrays = [state.particle_q, state.particle_qd, state.body_q, state.body_qd, state.multipliers]
-        return [a.numpy().copy() for a in arrays], iterations["run"], solver
+        return [a.numpy().copy() for a in arrays], iterations, solver
 
     early, iterations, solver = run_with(False, capture_graph=False)
     full, budget_iterations, _ = run_with(True, capture_graph=False)
-    assert budget_iterations == steps * solver.substeps * solver.newton_iterations
-    assert iterations < budget_iterations
+    assert budget_iterations["run"] == steps * solver.substeps * solver.newton_iterations
+    assert budget_iterations["skipping"] == 0  # the forced loop holds no world
+    assert iterations["run"] < budget_iterations["run"]
+    if scene in PENDULUM_VARIANTS:  # worlds that converge apart: the early loop did skip some
+        assert iterations["skipping"] > 0
     for forced, reference in ((False, early), (True, full)):
         graphed, _, _ = run_with(forced, capture_graph=True)
         for a, b in zip(graphed, reference):

@@ -17,7 +17,10 @@ of each item), ``model.<name>_row`` (each item's first row, set by ``finalize``)
 ``<name>_count``.
 
 Adding a constraint type: write its module (kernel, descriptor, builder mixin) and register the
-descriptor in ``softsnake.constraints.CONSTRAINT_TYPES``.
+descriptor in ``softsnake.constraints.CONSTRAINT_TYPES``. Its row kernel takes ``Solver.row_skip_inputs()`` (each
+row's world and the held-world flags) before ``Solver.row_outputs()`` and returns at once for an item whose first
+row's world holds its converged point (``kernels.entities.row_world_held``): the Newton loop's later iterations
+leave such a world's rows as they stand (``Solver.held_worlds``).
 """
 
 from dataclasses import dataclass
