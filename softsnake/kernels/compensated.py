@@ -30,7 +30,7 @@ run and the others skip the remainders: every result is bit for bit the float32 
 
 import warp as wp
 
-from .entities import entity_dof_start, entity_world, nonnegative, row_world_held
+from .entities import entity_dof_start, entity_world_held, nonnegative, row_world_held
 from .operator import row_dot
 
 # Never on a wp.Tape (softsnake.gradients): no backward code, less to compile (tests/kernels/test_backward_options.py).
@@ -79,7 +79,7 @@ def add_remainder_differences(
     remainders' differences; a body's rotation has none. Held worlds (``Solver.held_worlds``) are skipped here as
     there."""
     e = nonnegative(wp.tid())
-    if held[entity_world(e, particle_count, particle_world, body_world)] != 0:
+    if entity_world_held(e, particle_count, particle_world, body_world, held):
         return
     base = entity_dof_start(e, particle_count)
     r = entity_remainder(e, particle_count, particle_low, body_low)

@@ -62,6 +62,13 @@ def entity_world(e: int, particle_count: int, particle_world: wp.array(dtype=int
 
 
 @wp.func
+def entity_world_held(e: int, particle_count: int, particle_world: wp.array(dtype=int), body_world: wp.array(dtype=int),
+                      held: wp.array(dtype=int)):
+    """Whether the world of entity e holds its Newton point (``row_world_held`` for an entity)."""
+    return held[entity_world(e, particle_count, particle_world, body_world)] != 0
+
+
+@wp.func
 def entity_point(
     entity: int,
     local: wp.vec3,

@@ -13,6 +13,7 @@ from .entities import (
     entity_dof_count,
     entity_dof_start,
     entity_world,
+    entity_world_held,
     integrate_rotation,
     nonnegative,
     rotation_vector_between,
@@ -268,7 +269,7 @@ def substep_displacements(
     offset x - x~ from the prediction (the momentum residual M (x - x~) - J^T lambda), except in held worlds
     (``Solver.held_worlds``)."""
     e = nonnegative(wp.tid())
-    if held[entity_world(e, particle_count, particle_world, body_world)] != 0:
+    if entity_world_held(e, particle_count, particle_world, body_world, held):
         return
     entity_offset(e, particle_count, particle_q, particle_q_prev, body_q, body_q_prev, displacement)
     entity_offset(e, particle_count, particle_q, particle_q_pred, body_q, body_q_pred, offset)

@@ -13,7 +13,7 @@ the merit, as ``softsnake.residuals`` defines the momentum norm.
 
 import warp as wp
 
-from .entities import dof_entity, entity_world, nonnegative
+from .entities import dof_entity, entity_world_held, nonnegative
 from .multipliers import ROUND_OFF
 
 # Never on a wp.Tape (softsnake.gradients): no backward code, less to compile (tests/kernels/test_backward_options.py).
@@ -29,7 +29,7 @@ def momentum_gaps(offset: wp.array(dtype=float), u_lambda: wp.array(dtype=float)
     alone (``SolverSettings.momentum_balance`` "bodies"): a particle whose gap is 0 takes the plain iteration's
     update, its merit share and right-hand side term vanish. Held worlds (``Solver.held_worlds``) keep theirs."""
     k = nonnegative(wp.tid())
-    if held[entity_world(dof_entity(k, particle_count), particle_count, particle_world, body_world)] != 0:
+    if entity_world_held(dof_entity(k, particle_count), particle_count, particle_world, body_world, held):
         return
     d = float(0.0)
     if k >= first_dof:

@@ -5,7 +5,7 @@ per-world acceptance or retreat of a step, and the update lambda += dlambda.
 
 import warp as wp
 
-from .entities import nonnegative
+from .entities import nonnegative, row_world_held
 
 # Never on a wp.Tape (softsnake.gradients): no backward code, less to compile (tests/kernels/test_backward_options.py).
 wp.set_module_options({"enable_backward": False})
@@ -29,7 +29,7 @@ def scale_residuals(rhs: wp.array(dtype=float), residual_scale: wp.array(dtype=f
     for complementarity rows, whose right-hand side is -phi / (d phi/d a); 1 for the others), except in held worlds
     (``Solver.held_worlds``)."""
     i = nonnegative(wp.tid())
-    if held[nonnegative(row_world[i])] == 0:
+    if not row_world_held(row_world, held, i):
         scaled[i] = rhs[i] * residual_scale[i]
 
 

@@ -10,7 +10,7 @@ The same u = M^-1 J^T x moves the particles and bodies after each solve.
 
 import warp as wp
 
-from .entities import entity_world, nonnegative
+from .entities import entity_world_held, nonnegative
 
 # Never on a wp.Tape (softsnake.gradients): no backward code, less to compile; the functions keep their adjoints
 # in kernels.adjoint, whose kernels have backward (tests/kernels/test_backward_options.py).
@@ -185,7 +185,7 @@ def apply_inverse_mass_transpose(
     """
     block, lane = wp.tid()
     e = first_entity + block
-    if held[entity_world(e, particle_count, particle_world, body_world)] != 0:
+    if entity_world_held(e, particle_count, particle_world, body_world, held):
         return  # every thread of the block alike
     sums = entity_transpose_sums(e, lane, wp.block_dim(), particle_count, planar, JT_offsets, JT_ends, JT_columns,
                                  JT_values, x)

@@ -33,7 +33,7 @@ matrix.
 
 import warp as wp
 
-from .entities import body_generalized_inverse_mass, nonnegative, planar_body_inverse_mass
+from .entities import body_generalized_inverse_mass, nonnegative, planar_body_inverse_mass, row_world_held
 from .operator import block_coupled, row_dot
 
 # Never on a wp.Tape (softsnake.gradients): no backward code, less to compile (tests/kernels/test_backward_options.py).
@@ -74,7 +74,7 @@ def prepare_rows(
     worlds (``Solver.held_worlds``) keep theirs.
     """
     i = nonnegative(wp.tid())
-    if held[nonnegative(row_world[i])] != 0:
+    if row_world_held(row_world, held, i):
         return
     gamma = row_damping[i]
     start = nonnegative(J_offsets[i])
