@@ -20,9 +20,11 @@ rows against central differences, tests/test_rollout_gradients.py whole rollouts
 A solver with several substeps per step is recorded and differentiated substep by substep (each
 substep is one implicit step of its own length).
 
-Limits: dG/dy is assembled from one replayed tape backward per colour of its sparsity pattern (26 for
-a vine of any length) and solved by a sparse LU on the host, so a step's adjoint costs several forward
-steps (experiments/vine_gradient_cost.py) and runs on the host whatever the device (a Krylov solve
+The tapes are recorded once per gradient and substep length and replayed for every substep
+(``_StepEquations``: the forward passes and the Jacobian's backward passes as graphs where the solver
+captures its steps). Limits: dG/dy is assembled from one backward per colour of its sparsity pattern (26
+for a vine of any length) and solved by a sparse LU on the host, so a step's adjoint costs several forward
+steps (experiments/vine_gradient_cost.py) and its solve runs on the host whatever the device (a Krylov solve
 preconditioned by the engine's own Schur operator, on the device, would be the way to large worlds and
 to the GPU; not built). The gradient is that of the
 implicit step G = 0, which the engine's converged step meets exactly only with the balanced iteration
@@ -43,6 +45,7 @@ a kernel's stores, so an entry written twice (a value, then zero) would hold the
 backward pass, and the next backward would see it.
 """
 
+import contextlib
 import dataclasses
 
 import numpy as np
@@ -147,16 +150,30 @@ def _grad_array(values, dtype, device):
 
 
 class _StepEquations:
-    """One substep's equations G(u, lambda; x~, x_n, parameters) = 0 and its outputs, on Warp tapes; ``h``
-    is the substep's length [s], set per record."""
+    """One substep's equations G(u, lambda; x~, x_n, parameters) = 0 and its outputs, for every substep of length
+    ``h`` [s] of a recorded rollout.
 
-    def __init__(self, solver, state, control):
-        m = solver.model
-        self.solver, self.model, self.state, self.control, self.h = solver, m, state, control, None
+    Three Warp tapes (the prediction, the outputs x and v, the equations) are recorded once, on arrays kept for the
+    whole gradient; every record then loads its values into those arrays and replays the tapes' forward passes (one
+    graph each where the solver captures its steps, ``SolverSettings.capture_graph``: a CUDA graph, or Warp's CPU
+    graph) and their backward passes from recorded adjoint launches (``_ReplayedBackward``), the Jacobian's one
+    backward per colour as one more graph. Recording a step's tapes and launching its backward passes one by one
+    from Python cost the CPU more than the kernels themselves (experiments/vine_gradient_cost.py). Every array a
+    step's kernels write is zeroed before its forward pass and every gradient after its backward, as the fresh
+    arrays of a step of its own were: the same launches on the same values, so the same bits.
+    """
+
+    SOLVER_ARRAYS = ("body_inv_inertia_world", "row_c", "J_values", "row_compliance", "row_damping", "row_coupling")
+    """The solver's row arrays the equations write, replaced by arrays of their own that gradients reach."""
+
+    def __init__(self, solver, state, control, h, pattern):
+        m, d = solver.model, solver.model.device
+        self.solver, self.model, self.state, self.control, self.h = solver, m, state, control, h
+        self.pattern = pattern
         self.dofs = 3 * m.particle_count + 6 * m.body_count
         offsets = m.J_offsets.numpy()
         self.J_rows = wp.array(np.repeat(np.arange(m.row_count), np.diff(offsets[:m.row_count + 1])).astype(np.int32),
-                               dtype=int, device=m.device)
+                               dtype=int, device=d)
         # Unknowns of each world: its degrees of freedom, then its rows.
         P = m.particle_count
         particle_dofs = [np.arange(3 * a, 3 * b) for a, b in zip(m.particle_world_start[:-1], m.particle_world_start[1:])]
@@ -165,29 +182,54 @@ class _StepEquations:
         self.world_unknowns = [np.concatenate([p, b, self.dofs + r]) for p, b, r in zip(particle_dofs, body_dofs, rows)]
         is_contact = np.zeros(max(m.row_count, 1), dtype=np.int32)
         is_contact[:m.row_count] = row_kinds(m) > 0  # contact normal and friction rows
-        self.row_is_contact = wp.array(is_contact, dtype=int, device=m.device)
+        self.row_is_contact = wp.array(is_contact, dtype=int, device=d)
+
+        # A record's values: the start and end states, the external forces, the multipliers.
+        self.start = {name: wp.zeros_like(getattr(state, name), requires_grad=True) for name in STATE_ARRAYS}
+        self.end = {name: wp.zeros_like(getattr(state, name)) for name in ("particle_q", "body_q")}
+        self.forces = {name: wp.zeros_like(getattr(state, name)) for name in ("particle_f", "body_f")
+                       if getattr(state, name, None) is not None}
+        self.lam = wp.zeros_like(state.multipliers, requires_grad=True)
+        # The prediction x~, v~ and the offset u = x - x~ (bodies: translation and rotation vector).
+        self.predicted = {"particle_q": self.zeros(m.particle_count, wp.vec3),
+                          "particle_qd": self.zeros(m.particle_count, wp.vec3),
+                          "body_q": self.zeros(m.body_count, wp.transform),
+                          "body_qd": self.zeros(m.body_count, wp.spatial_vector)}
+        self.u = self.zeros(self.dofs, float)
+        self.u_scratch = wp.zeros_like(self.u, requires_grad=False)
+        # The outputs x = x~ (+) u, v = v~ + u / h.
+        self.outs = {"particle_q": self.zeros(m.particle_count, wp.vec3), "body_q": self.zeros(m.body_count, wp.transform),
+                     "particle_qd": self.zeros(m.particle_count, wp.vec3),
+                     "body_qd": self.zeros(m.body_count, wp.spatial_vector)}
+        # The equations' own arrays: the solver's row arrays and contacts, the positions at (u, lambda), G1, G2.
+        self.rows = {name: wp.zeros_like(getattr(solver, name), requires_grad=True) for name in self.SOLVER_ARRAYS}
+        self.rows["row_residual_scale"] = wp.zeros_like(solver.row_residual_scale, requires_grad=True)
+        self.contacts = {name: wp.zeros_like(getattr(solver, name), requires_grad=name != "contact_active")
+                         for name in (CONTACT_ARRAYS if m.contact_slot_count else ())}
+        self.x = {"particle_q": self.zeros(m.particle_count, wp.vec3), "body_q": self.zeros(m.body_count, wp.transform)}
+        self.displacement = self.zeros(self.dofs, float)
+        self.unused = wp.zeros_like(self.displacement, requires_grad=True)
+        self.J_d = self.zeros(m.row_count, float)
+        self.JT_lam = self.zeros(self.dofs, float)
+        self.G1 = self.zeros(self.dofs, float)
+        self.G2 = self.zeros(m.row_count, float)
+        self.seeds = pattern.seeds(self.dofs, d)
+        self.stacked = wp.zeros(max(len(self.seeds) * pattern.size, 1), dtype=float, device=d)
+        self._solver_residual_scale = solver.row_residual_scale
+        self.graphs = solver.capture_graph
+        self._graph = {}
+        self.built = False
 
     def zeros(self, n, dtype):
         """A zeroed array of n entries (at least one) that gradients reach."""
         return wp.zeros(max(n, 1), dtype=dtype, device=self.model.device, requires_grad=True)
 
-    def set_control(self, record):
-        """Put the step's recorded control into the Control the equations read."""
-        for name, values in record.control.items():
-            getattr(self.control, name).assign(values)
-
-    def predict(self, record):
-        """x~, v~ from the step's start; returns (tape, inputs {name: array}, outputs {name: array})."""
+    # ------------------------------------------------------------------ the forward passes
+    def _predict(self):
+        """x~, v~ from the step's start (on the prediction's tape); then u from the step's end (on no tape)."""
         m, d = self.model, self.model.device
-        inputs = {name: _grad_array(record.start[name], getattr(self.state, name).dtype, d) for name in STATE_ARRAYS}
-        outputs = {"particle_q": self.zeros(m.particle_count, wp.vec3),
-                   "particle_qd": self.zeros(m.particle_count, wp.vec3),
-                   "body_q": self.zeros(m.body_count, wp.transform),
-                   "body_qd": self.zeros(m.body_count, wp.spatial_vector)}
-        forces = {name: wp.array(values, dtype=getattr(self.state, name).dtype, device=d)
-                  for name, values in record.forces.items()}
-        tape = wp.Tape()
-        with tape:
+        inputs, outputs, forces = self.start, self.predicted, self.forces
+        with self.predict_tape if not self.built else contextlib.nullcontext():
             if m.particle_count:
                 wp.launch(adjoint.predict_particles_into, m.particle_count, device=d, inputs=[
                     inputs["particle_q"], inputs["particle_qd"], forces["particle_f"], m.particle_inv_mass, m.gravity,
@@ -196,19 +238,10 @@ class _StepEquations:
                 wp.launch(adjoint.predict_bodies_into, m.body_count, device=d, inputs=[
                     inputs["body_q"], inputs["body_qd"], forces["body_f"], m.body_inv_mass, m.body_inertia,
                     m.body_inv_inertia, m.gravity, m.planar_axis, self.h], outputs=[outputs["body_q"], outputs["body_qd"]])
-        return tape, inputs, outputs
-
-    def offsets(self, record, predicted):
-        """u = x - x~ at the step's end (bodies: translation and rotation vector)."""
-        m, d = self.model, self.model.device
-        end_p = wp.array(record.end["particle_q"], dtype=wp.vec3, device=d)
-        end_b = wp.array(record.end["body_q"], dtype=wp.transform, device=d)
-        u = wp.zeros(max(self.dofs, 1), dtype=float, device=d)
-        scratch = wp.zeros_like(u)
         wp.launch(integration.substep_displacements, self.solver.entity_count, device=d, inputs=[
-            end_p, predicted["particle_q"], predicted["particle_q"], end_b, predicted["body_q"], predicted["body_q"],
-            m.particle_count, m.particle_world, m.body_world, self.solver.no_world_held], outputs=[scratch, u])
-        return u.numpy()
+            self.end["particle_q"], outputs["particle_q"], outputs["particle_q"], self.end["body_q"], outputs["body_q"],
+            outputs["body_q"], m.particle_count, m.particle_world, m.body_world, self.solver.no_world_held],
+            outputs=[self.u_scratch, self.u])
 
     @property
     def no_remainders(self):
@@ -218,87 +251,144 @@ class _StepEquations:
         particles, bodies = self.solver.zero_remainders
         return 0, particles, bodies, particles, bodies
 
-    def positions(self, u, predicted):
-        """x = x~ (+) u into fresh arrays (launched on the caller's tape)."""
-        m, d = self.model, self.model.device
-        x_p = self.zeros(m.particle_count, wp.vec3)
-        x_b = self.zeros(m.body_count, wp.transform)
-        wp.launch(integration.positions_from_prediction, self.solver.entity_count, device=d, inputs=[
-            u, m.particle_count, predicted["particle_q"], predicted["body_q"]], outputs=[x_p, x_b, *self.no_remainders])
-        return x_p, x_b
+    def _positions(self, x_p, x_b):
+        """x = x~ (+) u into x_p, x_b."""
+        m = self.model
+        wp.launch(integration.positions_from_prediction, self.solver.entity_count, device=m.device, inputs=[
+            self.u, m.particle_count, self.predicted["particle_q"], self.predicted["body_q"]],
+            outputs=[x_p, x_b, *self.no_remainders])
 
-    def outputs(self, u, predicted):
-        """Tape of the step's outputs x = x~ (+) u and v = v~ + u / h."""
-        m, d = self.model, self.model.device
-        tape = wp.Tape()
-        with tape:
-            x_p, x_b = self.positions(u, predicted)
-            v_p = self.zeros(m.particle_count, wp.vec3)
-            v_b = self.zeros(m.body_count, wp.spatial_vector)
-            wp.launch(adjoint.velocities_from_offsets, self.solver.entity_count, device=d, inputs=[
-                u, m.particle_count, predicted["particle_qd"], predicted["body_qd"], 1.0 / self.h], outputs=[v_p, v_b])
-        return tape, {"particle_q": x_p, "body_q": x_b, "particle_qd": v_p, "body_qd": v_b}
+    def _outputs(self):
+        """x = x~ (+) u and v = v~ + u / h (on the outputs' tape)."""
+        m, outs = self.model, self.outs
+        with self.outputs_tape if not self.built else contextlib.nullcontext():
+            self._positions(outs["particle_q"], outs["body_q"])
+            wp.launch(adjoint.velocities_from_offsets, self.solver.entity_count, device=m.device, inputs=[
+                self.u, m.particle_count, self.predicted["particle_qd"], self.predicted["body_qd"], 1.0 / self.h],
+                outputs=[outs["particle_qd"], outs["body_qd"]])
 
-    def equations(self, u, lam, predicted, start):
-        """Tape of G1 (per degree of freedom) and G2 (per row) at (u, lambda)."""
-        s, m, d = self.solver, self.model, self.model.device
-        saved = {name: getattr(s, name) for name in ("particle_q_prev", "body_q_prev", "body_inv_inertia_world",
-                                                     "row_c", "J_values", "row_compliance", "row_damping",
-                                                     "row_coupling", "row_residual_scale")}
-        contact_names = CONTACT_ARRAYS if m.contact_slot_count else ()
-        saved.update({name: getattr(s, name) for name in contact_names})
-        saved_state = {name: getattr(self.state, name) for name in ("particle_q", "body_q", "multipliers")}
-        tape = wp.Tape()
+    @contextlib.contextmanager
+    def _solver_arrays(self):
+        """The solver and the state read and write the equations' arrays within this block."""
+        s, state = self.solver, self.state
+        swapped = {**self.rows, **self.contacts, "particle_q_prev": self.start["particle_q"],
+                   "body_q_prev": self.start["body_q"]}
+        saved = {name: getattr(s, name) for name in swapped}
+        saved_state = {name: getattr(state, name) for name in ("particle_q", "body_q", "multipliers")}
         try:
-            s.particle_q_prev, s.body_q_prev = start["particle_q"], start["body_q"]
-            for name in contact_names:
-                setattr(s, name, wp.zeros_like(saved[name], requires_grad=name != "contact_active"))
-            # Fresh arrays that gradients reach; the residual scale starts from the solver's (ones: only
-            # contact rows write theirs).
-            for name in ("body_inv_inertia_world", "row_c", "J_values", "row_compliance", "row_damping", "row_coupling"):
-                setattr(s, name, wp.zeros_like(saved[name], requires_grad=True))
-            s.row_residual_scale = wp.clone(saved["row_residual_scale"], requires_grad=True)
-            displacement = self.zeros(self.dofs, float)
-            unused = wp.zeros_like(displacement, requires_grad=True)
-            J_d = self.zeros(m.row_count, float)
-            JT_lam = self.zeros(self.dofs, float)
-            G1 = self.zeros(self.dofs, float)
-            G2 = self.zeros(m.row_count, float)
-            with tape:
+            for name, array in swapped.items():
+                setattr(s, name, array)
+            yield
+        finally:
+            for name, array in saved.items():
+                setattr(s, name, array)
+            for name, array in saved_state.items():
+                setattr(state, name, array)
+
+    def _equations(self):
+        """G1 (per degree of freedom) and G2 (per row) at (u, lambda) (on the equations' tape), from arrays zeroed
+        first (the residual scale: the solver's, ones where no contact row writes its own)."""
+        s, m, d, state = self.solver, self.model, self.model.device, self.state
+        for array in (*self.rows.values(), *self.contacts.values(), *self.x.values(), self.displacement, self.unused,
+                      self.J_d, self.JT_lam, self.G1, self.G2):
+            array.zero_()
+        with self._solver_arrays():
+            wp.copy(s.row_residual_scale, self._solver_residual_scale)
+            with self.equations_tape if not self.built else contextlib.nullcontext():
                 # Contact detection at the prediction, as the step did: the contacts' normals, surface
                 # points and start points move with x~ and x_n.
-                self.state.particle_q, self.state.body_q = predicted["particle_q"], predicted["body_q"]
+                state.particle_q, state.body_q = self.predicted["particle_q"], self.predicted["body_q"]
                 with s.launching_now():
                     for ctype in s.constraint_types:
-                        ctype.predict_commands(s, self.state, self.h)
-                x_p, x_b = self.positions(u, predicted)
-                self.state.particle_q, self.state.body_q, self.state.multipliers = x_p, x_b, lam
+                        ctype.predict_commands(s, state, self.h)
+                x_p, x_b = self.x["particle_q"], self.x["body_q"]
+                self._positions(x_p, x_b)
+                state.particle_q, state.body_q, state.multipliers = x_p, x_b, self.lam
                 if m.body_count:
                     wp.launch(integration.update_world_inverse_inertia, m.body_count, device=d,
                               inputs=[x_b, m.body_inv_inertia, m.body_world, s.no_world_held],
                               outputs=[s.body_inv_inertia_world])
                 with s.launching_now():
                     for ctype in s.constraint_types:
-                        ctype.row_command(s, self.state, self.control, self.h)
+                        ctype.row_command(s, state, self.control, self.h)
                 wp.launch(integration.substep_displacements, s.entity_count, device=d, inputs=[
-                    x_p, start["particle_q"], predicted["particle_q"], x_b, start["body_q"], predicted["body_q"],
-                    m.particle_count, m.particle_world, m.body_world, s.no_world_held], outputs=[displacement, unused])
+                    x_p, self.start["particle_q"], self.predicted["particle_q"], x_b, self.start["body_q"],
+                    self.predicted["body_q"], m.particle_count, m.particle_world, m.body_world, s.no_world_held],
+                    outputs=[self.displacement, self.unused])
                 if m.row_count:
                     wp.launch(adjoint.jacobian_products, m.nnz, device=d, inputs=[
-                        s.J_values, self.J_rows, m.J_columns, displacement, lam], outputs=[J_d, JT_lam])
+                        s.J_values, self.J_rows, m.J_columns, self.displacement, self.lam], outputs=[self.J_d, self.JT_lam])
                     wp.launch(adjoint.row_equations, m.row_count, device=d, inputs=[
                         s.row_c, s.row_compliance, s.row_coupling, m.row_block_start, s.row_damping, s.row_residual_scale,
-                        self.row_is_contact, J_d, lam],
-                        outputs=[G2])
+                        self.row_is_contact, self.J_d, self.lam],
+                        outputs=[self.G2])
                 wp.launch(adjoint.momentum_equations, s.entity_count, device=d, inputs=[
-                    u, JT_lam, m.particle_count, m.particle_inv_mass, m.body_inv_mass, s.body_inv_inertia_world],
-                    outputs=[G1])
-        finally:
-            for name, array in saved.items():
-                setattr(s, name, array)
-            for name, array in saved_state.items():
-                setattr(self.state, name, array)
-        return tape, G1, G2
+                    self.u, self.JT_lam, m.particle_count, m.particle_inv_mass, m.body_inv_mass, s.body_inv_inertia_world],
+                    outputs=[self.G1])
+
+    def _jacobian_by_colour(self):
+        """One backward pass of the equations per colour of the pattern, each colour's row of (u, lambda) gradients
+        into ``stacked`` (read back once per step)."""
+        back, size = self.equations_back, self.pattern.size
+        back.zero()
+        for c, (seed_dofs, seed_rows) in enumerate(self.seeds):
+            back.backward({self.G1: seed_dofs, self.G2: seed_rows})
+            if self.dofs:
+                wp.copy(self.stacked, self.u.grad, dest_offset=c * size, count=self.dofs)
+            if self.model.row_count:
+                wp.copy(self.stacked, self.lam.grad, dest_offset=c * size + self.dofs, count=self.model.row_count)
+            back.zero()
+
+    def _run(self, name, function):
+        """Run ``function``'s launches: as its graph once captured, else from Python."""
+        graph = self._graph.get(name)
+        if graph is not None:
+            wp.capture_launch(graph)
+        else:
+            function()
+
+    def _build(self):
+        """Record the three tapes (the first record's forward passes, from Python: they load the kernels' modules,
+        which a capture cannot), their backward launches, and the graphs of the forward passes and of the colours."""
+        self.predict_tape, self.outputs_tape, self.equations_tape = wp.Tape(), wp.Tape(), wp.Tape()
+        self._predict()
+        self._outputs()
+        self._equations()
+        self.predict_back = _ReplayedBackward(self.predict_tape)
+        self.outputs_back = _ReplayedBackward(self.outputs_tape)
+        self.equations_back = _ReplayedBackward(self.equations_tape)
+        self.built = True
+        if self.graphs:
+            for name, function in (("predict", self._predict), ("outputs", self._outputs),
+                                   ("equations", self._equations), ("colours", self._jacobian_by_colour)):
+                with wp.ScopedCapture(device=self.model.device, force_module_load=False) as capture:
+                    function()
+                self._graph[name] = capture.graph
+
+    # ------------------------------------------------------------------ one record
+    def load(self, record):
+        """Put a record's values into the arrays the tapes read and run the three forward passes at them."""
+        for name, values in record.control.items():
+            getattr(self.control, name).assign(values)
+        for name in STATE_ARRAYS:
+            self.start[name].assign(record.start[name])
+        for name in self.end:
+            self.end[name].assign(record.end[name])
+        for name, values in record.forces.items():
+            self.forces[name].assign(values)
+        self.lam.assign(record.multipliers)
+        if not self.built:
+            self._build()
+            return
+        for name, function in (("predict", self._predict), ("outputs", self._outputs), ("equations", self._equations)):
+            self._run(name, function)
+
+    def jacobian(self):
+        """dG/dy at the loaded record's converged point, assembled from one backward pass per colour."""
+        self._run("colours", self._jacobian_by_colour)
+        p = self.pattern
+        by_color = self.stacked.numpy().astype(np.float64).reshape(-1, p.size)
+        return scipy.sparse.csr_matrix((by_color[p.entry_color, p.cols], (p.rows, p.cols)), shape=(p.size, p.size))
 
 
 class _JacobianPattern:
@@ -564,7 +654,7 @@ def rollout_gradient(solver, records, adjoint_end, parameters=None, adjoint_afte
         like adjoint_end, or None), added to adjoint_end's for the last step
     Returns (dL/d(first state) as a dict like adjoint_end, {name: dL/d(parameter)} as NumPy arrays).
     """
-    m, d = solver.model, solver.model.device
+    m = solver.model
     state, control = m.state(), m.control()
     # A Control field named by a string is the gradient's own Control array, which every step's
     # recorded values are copied into.
@@ -572,52 +662,34 @@ def rollout_gradient(solver, records, adjoint_end, parameters=None, adjoint_afte
                   for name, array in (parameters or {}).items()}
     for array in parameters.values():
         array.requires_grad = True
-    eq = _StepEquations(solver, state, control)
     shapes = {name: getattr(state, name).numpy().shape for name in STATE_ARRAYS}
     adj = {name: np.asarray(adjoint_end.get(name, np.zeros(shapes[name])), dtype=np.float64).reshape(shapes[name])
            for name in STATE_ARRAYS}
     adj = _in_plane(adj, m.planar_axis)
     grads = {}
-    n_dofs = eq.dofs
     pattern = _JacobianPattern(m)
-    seeds = pattern.seeds(n_dofs, d)
-    stacked = wp.zeros(max(len(seeds) * pattern.size, 1), dtype=float, device=d)
+    equations = {}  # per substep length [s]
     for k in range(len(records) - 1, -1, -1):
         record = records[k]
         ends_its_step = k == len(records) - 1 or records[k + 1].step != record.step
         extra = adjoint_after_step(record.step) if adjoint_after_step is not None and ends_its_step else None
-        eq.h = record.h
         for name, values in (extra or {}).items():
             adj[name] = adj[name] + np.asarray(values, dtype=np.float64).reshape(shapes[name])
         adj = _in_plane(adj, m.planar_axis)
-        eq.set_control(record)
-        pred_tape, start, predicted = eq.predict(record)
-        u_values = eq.offsets(record, predicted)
-        u = _grad_array(u_values.astype(np.float32), float, d)
-        lam = _grad_array(record.multipliers, float, d)
+        eq = equations.get(record.h)
+        if eq is None:
+            eq = equations[record.h] = _StepEquations(solver, state, control, record.h, pattern)
+        eq.load(record)
+        n_dofs, u, predicted, start = eq.dofs, eq.u, eq.predicted, eq.start
         # Outputs: x = x~ (+) u, v = v~ + u / h.
-        out_tape, outs = eq.outputs(u, predicted)
-        out_tape.backward(grads={outs[name]: wp.array(adj[name].astype(np.float32), dtype=outs[name].dtype, device=d)
-                                 for name in STATE_ARRAYS if outs[name].shape[0] == adj[name].shape[0]})
+        eq.outputs_back.backward({eq.outs[name]: adj[name] for name in STATE_ARRAYS
+                                  if eq.outs[name].shape[0] == adj[name].shape[0]})
         u_bar = u.grad.numpy().astype(np.float64)
         pred_bar = {name: predicted[name].grad.numpy().astype(np.float64) for name in STATE_ARRAYS}
-        out_tape.zero()
+        eq.outputs_back.zero()
         u.grad.zero_()
         # The step's equations and their Jacobian: one backward per colour of the pattern.
-        g_tape, G1, G2 = eq.equations(u, lam, predicted, start)
-        g_back = _ReplayedBackward(g_tape)
-        g_back.zero()
-        for c, (seed_dofs, seed_rows) in enumerate(seeds):
-            g_back.backward({G1: seed_dofs, G2: seed_rows})
-            # Each colour's row of (u, lambda) gradients into one device array, read back once per step.
-            if n_dofs:
-                wp.copy(stacked, u.grad, dest_offset=c * pattern.size, count=n_dofs)
-            if m.row_count:
-                wp.copy(stacked, lam.grad, dest_offset=c * pattern.size + n_dofs, count=m.row_count)
-            g_back.zero()
-        by_color = stacked.numpy().astype(np.float64).reshape(-1, pattern.size)
-        jacobian = scipy.sparse.csr_matrix((by_color[pattern.entry_color, pattern.cols], (pattern.rows, pattern.cols)),
-                                           shape=(pattern.size, pattern.size))
+        jacobian = eq.jacobian()
         y_bar = np.concatenate([u_bar[:n_dofs], np.zeros(m.row_count)])
         mu = np.zeros(pattern.size)
         for world, unknowns in enumerate(eq.world_unknowns):
@@ -627,7 +699,8 @@ def rollout_gradient(solver, records, adjoint_end, parameters=None, adjoint_afte
                     f"the gradient blew up: the adjoint of world {world} is not finite at substep {k} (step "
                     f"{record.step}); it grew without bound backward in time from there")
         mu_dofs, mu_rows = _split(mu, n_dofs)
-        g_back.backward({G1: mu_dofs, G2: mu_rows})
+        g_back = eq.equations_back
+        g_back.backward({eq.G1: mu_dofs, eq.G2: mu_rows})
         for name in ("particle_q", "body_q"):
             pred_bar[name] -= predicted[name].grad.numpy().astype(np.float64)
         start_bar = {name: -start[name].grad.numpy().astype(np.float64) if start[name].grad is not None
@@ -640,12 +713,11 @@ def rollout_gradient(solver, records, adjoint_end, parameters=None, adjoint_afte
             predicted[name].grad.zero_()
             start[name].grad.zero_()
         # The prediction.
-        pred_tape.backward(grads={predicted[name]: wp.array(pred_bar[name].astype(np.float32), dtype=predicted[name].dtype,
-                                                            device=d) for name in STATE_ARRAYS})
+        eq.predict_back.backward({predicted[name]: pred_bar[name] for name in STATE_ARRAYS})
         adj = {name: start_bar[name].reshape(shapes[name]) + start[name].grad.numpy().astype(np.float64).reshape(shapes[name])
                for name in STATE_ARRAYS}
         _accumulate(grads, parameters, 1.0)
-        pred_tape.zero()
+        eq.predict_back.zero()
         for array in parameters.values():
             array.grad.zero_()
     return adj, grads
