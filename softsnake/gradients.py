@@ -56,7 +56,6 @@ import warp as wp
 from .constraints import CONTACT_SLOT
 from .errors import SimulationError
 from .kernels import adjoint, integration
-from .layout import entity_columns
 from .residuals import row_kinds
 from .validation import time_step
 
@@ -405,67 +404,59 @@ class _JacobianPattern:
 
     def __init__(self, model):
         m = model
-        P = m.particle_count
+        P, R = m.particle_count, m.row_count
+        entities = P + m.body_count
         dofs = 3 * P + 6 * m.body_count
-        offsets, columns = m.J_offsets.numpy(), m.J_columns.numpy()
+        self.size = size = dofs + R
+        offsets, columns = m.J_offsets.numpy()[:R + 1], m.J_columns.numpy()
 
-        def entity_of(dof):
-            return dof // 3 if dof < 3 * P else P + (dof - 3 * P) // 6
+        def incidence(rows, cols, shape):
+            """The 0/1 sparse matrix with ones at (rows, cols) (repeats count once)."""
+            matrix = scipy.sparse.csr_matrix((np.ones(len(rows)), (rows, cols)), shape=shape)
+            matrix.data[:] = 1.0
+            return matrix
 
-        def entity_dofs(e):
-            start, width = entity_columns(e, P)
-            return range(int(start), int(start + width))
-
-        group = {r: {r} for r in range(m.row_count)}
-        # A row outside a block is its own block start; a block's three rows name its first.
-        block = m.row_block_start.numpy()[:m.row_count]
-        block_starts = {int(b) for r, b in enumerate(block) if b != r}
-        for r in range(m.row_count):
-            if block[r] != r or r in block_starts:
-                group[r] = set(range(int(block[r]), int(block[r]) + 3))
+        # Entity -> its degrees of freedom; row -> the entities it touches; row -> its own multiplier.
+        entity_of_dof = np.concatenate([np.repeat(np.arange(P), 3), P + np.repeat(np.arange(m.body_count), 6)])
+        entity_dof = incidence(entity_of_dof, np.arange(dofs), (entities, size))
+        entry_row = np.repeat(np.arange(R), np.diff(offsets))
+        row_entity = incidence(entry_row, entity_of_dof[columns[:len(entry_row)]], (R, entities))
+        row_self = incidence(np.arange(R), dofs + np.arange(R), (R, size))
+        # Row -> the multipliers of its group: a row outside a block is its own block start, a block's three rows
+        # name its first; a contact slot's rows are one group.
+        first, count = np.arange(R), np.ones(R, dtype=np.int64)
+        block = m.row_block_start.numpy()[:R].astype(np.int64)
+        in_block = block != np.arange(R)
+        in_block[block[in_block]] = True
+        first[in_block], count[in_block] = block[in_block], 3
         if m.contact_slot_count:
             per_slot = CONTACT_SLOT.rows_per_item(m.planar_axis >= 0)
-            for first in m.contact_slot_row.numpy():
-                rows = set(range(int(first), int(first) + per_slot))
-                for r in rows:
-                    group[r] = rows
-        row_entities = [sorted({entity_of(int(c)) for c in columns[offsets[r]:offsets[r + 1]]})
-                        for r in range(m.row_count)]
-        entity_rows = {}
-        for r, entities in enumerate(row_entities):
-            for e in entities:
-                entity_rows.setdefault(e, []).append(r)
-        deps = []
-        for e in range(P + m.body_count):
-            inputs = set(entity_dofs(e))
-            for r in entity_rows.get(e, ()):
-                inputs.add(dofs + r)
-                for other in row_entities[r]:
-                    inputs.update(entity_dofs(other))
-            deps += [inputs] * len(entity_dofs(e))
-        for r in range(m.row_count):
-            inputs = {dofs + g for g in group[r]}
-            for e in row_entities[r]:
-                inputs.update(entity_dofs(e))
-            deps.append(inputs)
-        # Greedy colouring, equations in order.
-        users = {}
-        for o, inputs in enumerate(deps):
-            for i in inputs:
-                users.setdefault(i, []).append(o)
-        color = np.full(len(deps), -1)
-        for o, inputs in enumerate(deps):
-            taken = {color[other] for i in inputs for other in users[i] if color[other] >= 0}
-            c = 0
-            while c in taken:
-                c += 1
-            color[o] = c
-        self.size = len(deps)
+            slot_rows = (m.contact_slot_row.numpy().astype(np.int64)[:, None] + np.arange(per_slot)).ravel()
+            first[slot_rows], count[slot_rows] = np.repeat(slot_rows[::per_slot], per_slot), per_slot
+        within = np.arange(count.sum()) - np.repeat(np.cumsum(count) - count, count)
+        row_group = incidence(np.repeat(np.arange(R), count), dofs + np.repeat(first, count) + within, (R, size))
+        # G1 of an entity: its own degrees of freedom, the multipliers of the rows touching it and those rows'
+        # entities' degrees of freedom (J^T lambda), the same for each of its degrees of freedom; G2 of a row: its
+        # group's multipliers and its entities' degrees of freedom.
+        entity_row = row_entity.T.tocsr()
+        entity_deps = entity_dof + entity_row @ row_self + (entity_row @ row_entity) @ entity_dof
+        deps = scipy.sparse.vstack([entity_deps[entity_of_dof], row_group + row_entity @ entity_dof]).tocsr()
+        deps.sum_duplicates()
+        # Greedy colouring, equations in order: each takes the least colour no equation sharing an unknown with it
+        # has taken yet.
+        conflicts = (deps @ deps.T).tocsr()
+        color = np.full(size, -1)
+        for o in range(size):
+            taken = color[conflicts.indices[conflicts.indptr[o]:conflicts.indptr[o + 1]]]
+            taken = taken[taken >= 0]
+            free = np.ones(len(taken) + 1, dtype=bool)
+            free[taken[taken <= len(taken)]] = False
+            color[o] = int(np.argmax(free))
         # The equations of each colour.
-        self.colors = [np.flatnonzero(color == c) for c in range(color.max() + 1 if len(deps) else 0)]
+        self.colors = [np.flatnonzero(color == c) for c in range(color.max() + 1 if size else 0)]
         # The entries of dG/dy: row (equation), column (unknown), and the colour whose backward gives them.
-        self.rows = np.repeat(np.arange(self.size), [len(inputs) for inputs in deps])
-        self.cols = np.fromiter((i for inputs in deps for i in inputs), dtype=np.int64, count=len(self.rows))
+        self.rows = np.repeat(np.arange(size), np.diff(deps.indptr))
+        self.cols = deps.indices.astype(np.int64)
         self.entry_color = color[self.rows]
 
     def seeds(self, dofs, device):
