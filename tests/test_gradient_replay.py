@@ -5,11 +5,14 @@ replays run as graphs.
 The scene drops a particle and a box with friction onto the ground, so that their contacts are inactive in the
 first substeps and active in the last: a value one substep's replay left in an array the next one reads (a
 contact's normal or anchor, a Jacobian entry of a row that became inactive, a gradient not zeroed) would show.
-Tolerance: none, the same bits (the same kernels on the same values in the same order).
+Tolerance on the CPU: none, the same bits (the same kernels on the same values in the same order). On a GPU 1e-5 of
+the largest entry: Warp's backward kernels add each read's adjoint atomically, in an order a GPU does not fix
+(test_rollout_gradients.py, the planar adjoint).
 """
 
 import numpy as np
 import pytest
+import warp as wp
 
 import softsnake
 from softsnake import gradients
@@ -32,6 +35,13 @@ def dropped(capture_graph=True):
     solver = softsnake.Solver(model, capture_graph=capture_graph, **OPTIONS)
     records = record_rollout(solver, model.state(), model.control(), DT, STEPS)
     return solver, records
+
+
+def assert_same(got, expected):
+    """Equal to the bit on the CPU, to 1e-5 of the largest magnitude on a GPU."""
+    got, expected = np.asarray(got), np.asarray(expected)
+    bound = 0.0 if wp.get_device().is_cpu else 1e-5 * np.abs(expected).max()
+    np.testing.assert_allclose(got, expected, rtol=0.0, atol=bound)
 
 
 def step_jacobian(solver, records, order):
@@ -57,9 +67,9 @@ def test_a_step_jacobian_does_not_depend_on_the_steps_replayed_before(capture_gr
     solver, records = dropped(capture_graph)
     alone = step_jacobian(solver, records, [2])
     after_others = step_jacobian(solver, records, [STEPS - 1, 7, 2])
-    np.testing.assert_array_equal(after_others.toarray(), alone.toarray())
+    assert_same(after_others.toarray(), alone.toarray())
     again = step_jacobian(solver, records, [2, STEPS - 1])
-    np.testing.assert_array_equal(again.toarray(), step_jacobian(solver, records, [STEPS - 1]).toarray())
+    assert_same(again.toarray(), step_jacobian(solver, records, [STEPS - 1]).toarray())
 
 
 def test_graphs_and_launches_give_the_same_gradient():
@@ -71,6 +81,6 @@ def test_graphs_and_launches_give_the_same_gradient():
                                         {"mass": solver.model.body_inv_mass}))
     (adjoint_a, grads_a), (adjoint_b, grads_b) = results
     for name in adjoint_a:
-        np.testing.assert_array_equal(adjoint_a[name], adjoint_b[name])
-    np.testing.assert_array_equal(grads_a["mass"], grads_b["mass"])
+        assert_same(adjoint_a[name], adjoint_b[name])
+    assert_same(grads_a["mass"], grads_b["mass"])
     assert np.abs(adjoint_a["particle_qd"]).max() > 0.0 and np.abs(grads_a["mass"]).max() > 0.0
