@@ -531,6 +531,10 @@ modules' x + y), d/d(element modulus factor) by epsilon: 1e-6 -> -1.9e-4 m, 1e-8
 still accurate in float64."""
 
 
+CONDITION_ESTIMATE_SEED = 0
+"""The seed of NumPy's global random state while ``_condition_estimate`` runs (then the caller's is put back)."""
+
+
 def _condition_estimate(matrix, lu):
     """The 1-norm condition number kappa_1 of a square sparse matrix from its LU factors (Higham's
     estimate of ||A^-1||_1, a few solves). A nearly singular dG/dy (a box's coplanar corners, whose load
@@ -539,11 +543,22 @@ def _condition_estimate(matrix, lu):
     kappa times 1e-7 (that test's adjoint was 13 % off at 20 steps and 1.5 % at 14; its angular entries
     0.002 where central differences give 1e-5). The least-squares fallback takes over where kappa_2 >= kappa_1 / n exceeds 1 / SINGULAR_CUTOFF, where it
     surely drops a direction; a chain's legitimately stiff system stays with the LU (a vine pressed on a
-    wall: kappa_1 up to 1.4e6 for n of 30 to 200, whose truncation put its mass derivative 7.6 % off)."""
+    wall: kappa_1 up to 1.4e6 for n of 30 to 200, whose truncation put its mass derivative 7.6 % off).
+
+    SciPy's estimator starts its second column (and any it resamples) from NumPy's global random state, so it is
+    run from ``CONDITION_ESTIMATE_SEED`` and the caller's state is put back: left to the process's state, a
+    coarse snake's substep estimated at 6.9e9 to 7.2e9 against the threshold of 7.1e9 took the LU in one run and
+    least squares in the next, and its 46-step gradient changed by 1.3e-4 from run to run
+    (experiments/snake_gradient.py)."""
     n = matrix.shape[0]
     inverse = scipy.sparse.linalg.LinearOperator((n, n), matvec=lu.solve, rmatvec=lambda x: lu.solve(x, trans="T"),
                                                  dtype=float)
-    return scipy.sparse.linalg.onenormest(matrix) * scipy.sparse.linalg.onenormest(inverse)
+    caller_state = np.random.get_state()
+    np.random.seed(CONDITION_ESTIMATE_SEED)
+    try:
+        return scipy.sparse.linalg.onenormest(matrix) * scipy.sparse.linalg.onenormest(inverse)
+    finally:
+        np.random.set_state(caller_state)
 
 
 def _solve_transposed(jacobian, rhs):
