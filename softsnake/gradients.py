@@ -55,7 +55,7 @@ import warp as wp
 
 from .constraints import CONTACT_SLOT
 from .errors import SimulationError
-from .kernels import adjoint, integration
+from .kernels import adjoint, integration, jacobian_colours
 from .residuals import row_kinds
 from .validation import time_step
 
@@ -155,8 +155,9 @@ class _StepEquations:
     Three Warp tapes (the prediction, the outputs x and v, the equations) are recorded once, on arrays kept for the
     whole gradient; every record then loads its values into those arrays and replays the tapes' forward passes (one
     graph each where the solver captures its steps, ``SolverSettings.capture_graph``: a CUDA graph, or Warp's CPU
-    graph) and their backward passes from recorded adjoint launches (``_ReplayedBackward``), the Jacobian's one
-    backward per colour as one more graph. Recording a step's tapes and launching its backward passes one by one
+    graph) and their backward passes from recorded adjoint launches (``_ReplayedBackward``); the Jacobian's backward
+    pass of one colour is one more graph, which reads its colour from the device (``kernels.jacobian_colours``) and is
+    replayed once per colour, so that capturing it costs one pass, not 26. Recording a step's tapes and launching its backward passes one by one
     from Python cost the CPU more than the kernels themselves (experiments/vine_gradient_cost.py). Every array a
     step's kernels write is zeroed before its forward pass and every gradient after its backward, as the fresh
     arrays of a step of its own were: the same launches on the same values, so the same bits.
@@ -212,8 +213,9 @@ class _StepEquations:
         self.JT_lam = self.zeros(self.dofs, float)
         self.G1 = self.zeros(self.dofs, float)
         self.G2 = self.zeros(m.row_count, float)
-        self.seeds = pattern.seeds(self.dofs, d)
-        self.stacked = wp.zeros(max(len(self.seeds) * pattern.size, 1), dtype=float, device=d)
+        self.equation_colour = wp.array(pattern.colour.astype(np.int32), dtype=int, device=d)
+        self.colour = wp.zeros(1, dtype=int, device=d)
+        self.stacked = wp.zeros(max(len(pattern.colors) * pattern.size, 1), dtype=float, device=d)
         self._solver_residual_scale = solver.row_residual_scale
         self.graphs = solver.capture_graph
         self._graph = {}
@@ -325,18 +327,17 @@ class _StepEquations:
                     self.u, self.JT_lam, m.particle_count, m.particle_inv_mass, m.body_inv_mass, s.body_inv_inertia_world],
                     outputs=[self.G1])
 
-    def _jacobian_by_colour(self):
-        """One backward pass of the equations per colour of the pattern, each colour's row of (u, lambda) gradients
-        into ``stacked`` (read back once per step)."""
-        back, size = self.equations_back, self.pattern.size
-        back.zero()
-        for c, (seed_dofs, seed_rows) in enumerate(self.seeds):
-            back.backward({self.G1: seed_dofs, self.G2: seed_rows})
-            if self.dofs:
-                wp.copy(self.stacked, self.u.grad, dest_offset=c * size, count=self.dofs)
-            if self.model.row_count:
-                wp.copy(self.stacked, self.lam.grad, dest_offset=c * size + self.dofs, count=self.model.row_count)
-            back.zero()
+    def _colour(self):
+        """The backward pass of the equations of one colour (``colour[0]``): its seeds, the pass, its row of (u, lambda)
+        gradients into ``stacked`` (read back once per step), the gradients zeroed, the next colour."""
+        d, size = self.model.device, self.pattern.size
+        wp.launch(jacobian_colours.seed_colour, size, device=d, inputs=[self.equation_colour, self.colour, self.dofs],
+                  outputs=[self.G1.grad, self.G2.grad])
+        self.equations_back.run()
+        wp.launch(jacobian_colours.store_colour, size, device=d, inputs=[
+            self.u.grad, self.lam.grad, self.colour, self.dofs, size], outputs=[self.stacked])
+        self.equations_back.zero()
+        wp.launch(jacobian_colours.next_colour, 1, device=d, outputs=[self.colour])
 
     def _run(self, name, function):
         """Run ``function``'s launches: as its graph once captured, else from Python."""
@@ -359,7 +360,7 @@ class _StepEquations:
         self.built = True
         if self.graphs:
             for name, function in (("predict", self._predict), ("outputs", self._outputs),
-                                   ("equations", self._equations), ("colours", self._jacobian_by_colour)):
+                                   ("equations", self._equations), ("colour", self._colour)):
                 with wp.ScopedCapture(device=self.model.device, force_module_load=False) as capture:
                     function()
                 self._graph[name] = capture.graph
@@ -384,7 +385,10 @@ class _StepEquations:
 
     def jacobian(self):
         """dG/dy at the loaded record's converged point, assembled from one backward pass per colour."""
-        self._run("colours", self._jacobian_by_colour)
+        self.colour.zero_()
+        self.equations_back.zero()
+        for _ in self.pattern.colors:
+            self._run("colour", self._colour)
         p = self.pattern
         by_color = self.stacked.numpy().astype(np.float64).reshape(-1, p.size)
         return scipy.sparse.csr_matrix((by_color[p.entry_color, p.cols], (p.rows, p.cols)), shape=(p.size, p.size))
@@ -452,22 +456,13 @@ class _JacobianPattern:
             free = np.ones(len(taken) + 1, dtype=bool)
             free[taken[taken <= len(taken)]] = False
             color[o] = int(np.argmax(free))
-        # The equations of each colour.
+        # Each equation's colour, and the equations of each colour.
+        self.colour = color
         self.colors = [np.flatnonzero(color == c) for c in range(color.max() + 1 if size else 0)]
         # The entries of dG/dy: row (equation), column (unknown), and the colour whose backward gives them.
         self.rows = np.repeat(np.arange(size), np.diff(deps.indptr))
         self.cols = deps.indices.astype(np.int64)
         self.entry_color = color[self.rows]
-
-    def seeds(self, dofs, device):
-        """Per colour, the backward seeds of G1 and G2 (1 on the colour's equations) as device arrays."""
-        seeds = []
-        for equations in self.colors:
-            seed = np.zeros(self.size)
-            seed[equations] = 1.0
-            seeds.append(tuple(wp.array(part.astype(np.float32), dtype=float, device=device)
-                               for part in _split(seed, dofs)))
-        return seeds
 
 
 class _ReplayedBackward:
@@ -498,6 +493,10 @@ class _ReplayedBackward:
                 wp.copy(array.grad, values)
             else:
                 array.grad.assign(values.astype(np.float32))
+        self.run()
+
+    def run(self):
+        """Run the backward pass from the adjoints the outputs hold."""
         for command in self.commands:
             command.launch()
 
