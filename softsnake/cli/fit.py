@@ -1,9 +1,11 @@
-"""``softsnake fit MODEL [--loss rollout|one_step] [--train 2,3,5] [--test 1,4,6] [--start FIT.json] [--optimizer adam|lbfgs] [--evaluations N] [--budget NxL] [--out DIR]``.
+"""``softsnake fit MODEL [--loss rollout|one_step] [--train 2,3,5] [--test 1,4,6] [--start FIT.json] [--optimizer adam|lbfgs] [--evaluations N] [--budget NxL] [--workers W] [--out DIR]``.
 
 Fits a vine stiffness model (linear, mlp or wrinkling: softsnake.robots.vine.video_fit) to Chen et
 al.'s real videos (seed 003; shared/reference/vine/chen_real_video) by Adam or L-BFGS-B with gradients
 through the engine, on the training videos, then rolls the fitted model out on the training and
 the test videos (by default a fixed split: trained on videos 2, 3 and 5, tested on 1, 4 and 6).
+On the CPU every evaluation's videos are shared among worker processes, one per core this process may use
+(``--workers``; softsnake.robots.vine.fit_workers), with the same losses and gradients bit for bit as one process.
 Prints the loss after every evaluation. Writes to DIR:
 
 - ``fit_<model>_<loss>.json``: the fitted model (SI units), the loss [m^2] and the model at every
@@ -22,9 +24,11 @@ import time
 from pathlib import Path
 
 from softsnake.errors import ConfigError, UsageError
+from softsnake.machine import usable_cores
 from softsnake.output_files import replaced_when_complete, write_dict_csv
 
 from .common import add_budget_option, check_at_least, make_output_folder, parse_budget
+from .workers import add_workers_option, check_workers, worker_processes
 
 
 def add_arguments(parser):
@@ -46,6 +50,7 @@ def add_arguments(parser):
                       "budget leaves the wrinkling model's rollouts unconverged, and the fit then fits the budget")
     parser.add_argument("--start", default=None, metavar="FIT.json",
                         help="start from the model of an earlier fit's JSON file (default: the model's initial values)")
+    add_workers_option(parser, "training video")
     parser.add_argument("--out", default=".", metavar="DIR", help="output folder (default: current folder)")
 
 
@@ -97,6 +102,10 @@ def run(args):
     test = _video_numbers("--test", args.test, available)
     if not train:
         raise UsageError("--train needs at least one video")
+    import warp as wp
+
+    args.device = "cpu" if wp.get_device().is_cpu else str(wp.get_device())  # the fit runs on Warp's default device
+    check_workers(args, len(train))
     start = None
     if args.start is not None:
         try:
@@ -119,12 +128,13 @@ def run(args):
         shown = f"loss {1e6 * loss:.4g} mm^2" if math.isfinite(loss) else "failed (why: after the fit)"
         print(f"evaluation {evaluation}: {shown} ({model.describe()})", flush=True)
 
+    processes = f", {min(len(train), args.workers or usable_cores())} worker processes" if args.workers != 1 else ""
     print(f"fitting the {args.model} model to videos {args.train} ({args.loss} loss, at most {args.evaluations} "
-          f"evaluations)", flush=True)
+          f"evaluations{processes})", flush=True)
     try:
         fit = video_fit.fit_videos(args.model, train_videos, loss=args.loss, max_evaluations=args.evaluations,
                                    optimizer=args.optimizer, start=start, progress=progress,
-                                   solver_options=solver_options)
+                                   solver_options=solver_options, workers=worker_processes(args))
     except KeyboardInterrupt:
         if "model" in best:
             partial = out / f"{stem}.partial.json"

@@ -132,6 +132,7 @@ CASES = [
     (["fit", "mlp", "--start", "no_such_fit.json"], "--start"),
     (["fit", "linear", "--budget", "0x5"], "--budget"),
     (["fit", "wrinkling", "--budget", "30"], "--budget"),
+    (["fit", "linear", "--workers", "-1"], "--workers"),
 ] if VIDEOS else [])
 
 

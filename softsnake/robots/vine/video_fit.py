@@ -235,14 +235,18 @@ class VideoModel:
         return f"{self.kind}: " + ", ".join(parts)
 
 
-def rollout_loss_and_gradient(model, videos, *, link_count=FIT_LINKS, dt=FIT_DT, solver_options=None):
-    """The rollout loss of ``model`` on ``videos`` (mean over videos of ``backbones.rollout_loss``) [m^2],
-    its gradient with respect to ``model.vector()``, and the loss per video (V,), from one batch."""
+def rollout_parts(model, videos, *, link_count=FIT_LINKS, dt=FIT_DT, solver_options=None, video_count=None,
+                  device=None):
+    """Per video of ``videos``: its rollout loss (``backbones.rollout_loss``) [m^2], and its term of the gradient of the
+    mean over ``video_count`` videos (default: these) with respect to ``model.vector()``, from one batch. A fit split
+    over worker processes (``FitWorkers``) joins the shares' terms in video order: the same numbers as one batch of
+    every video (each vine's arithmetic does not depend on the others in its batch)."""
     videos = list(videos)
+    video_count = len(videos) if video_count is None else video_count
     curve = model.moment_curve()
     vines = [model.vine(video, link_count) for video in videos]
     batch = VineBatch([VineSpec(vine, video.walls, moment_curve=curve) for vine, video in zip(vines, videos)],
-                      solver_options=SOLVER_OPTIONS if solver_options is None else solver_options)
+                      solver_options=SOLVER_OPTIONS if solver_options is None else solver_options, device=device)
     per_frame = np.array([steps_per_frame(video, dt) for video in videos])
     frames = np.array([video.frame_count for video in videos])
     steps = int(np.max((frames - 1) * per_frame))
@@ -261,13 +265,19 @@ def rollout_loss_and_gradient(model, videos, *, link_count=FIT_LINKS, dt=FIT_DT,
             loss, gradient = resampled_squared_distance(pin_points(poses[v], batch.half_length[v]),
                                                         targets[v][done // per_frame[v]])
             losses[v] += loss / frames[v]
-            adjoint[v] = pin_points_adjoint(gradient, poses[v], batch.half_length[v]) / (frames[v] * V)
+            adjoint[v] = pin_points_adjoint(gradient, poses[v], batch.half_length[v]) / (frames[v] * video_count)
         return adjoint
 
     gradients = vine_gradients(batch, steps, dt, lambda poses: np.zeros((V, batch.body_count, 3)),
                                pose_adjoint_at=adjoint_at, growth_rates=growth_schedule(videos, per_frame, steps))
-    total = sum(model.vector_gradient(g, vine) for g, vine in zip(gradients, vines))
-    return float(losses.mean()), total, losses
+    return losses, [model.vector_gradient(g, vine) for g, vine in zip(gradients, vines)]
+
+
+def rollout_loss_and_gradient(model, videos, *, link_count=FIT_LINKS, dt=FIT_DT, solver_options=None):
+    """The rollout loss of ``model`` on ``videos`` (mean over videos of ``backbones.rollout_loss``) [m^2],
+    its gradient with respect to ``model.vector()``, and the loss per video (V,), from one batch."""
+    losses, terms = rollout_parts(model, videos, link_count=link_count, dt=dt, solver_options=solver_options)
+    return float(losses.mean()), sum(terms), losses
 
 
 def one_step_worlds(model, videos, *, stride=ONE_STEP_STRIDE, link_count=FIT_LINKS):
@@ -290,17 +300,19 @@ def one_step_worlds(model, videos, *, stride=ONE_STEP_STRIDE, link_count=FIT_LIN
     return specs, vines, origins
 
 
-def one_step_loss_and_gradient(model, videos, *, stride=ONE_STEP_STRIDE, link_count=FIT_LINKS, dt=FIT_DT,
-                               solver_options=None):
-    """Seed 003's one-step loss of ``model`` on ``videos`` (module docstring) [m^2], its gradient with
-    respect to ``model.vector()``, and the loss per video (V,), from one batch of every start state."""
-    videos = list(videos)
-    specs, vines, origins = one_step_worlds(model, videos, stride=stride, link_count=link_count)
+def one_step_parts(model, videos, worlds, *, link_count=FIT_LINKS, dt=FIT_DT, solver_options=None, world_count=None,
+                   device=None):
+    """Per world of ``worlds`` (``one_step_worlds(model, videos)``): its one-step loss [m^2], and its term of the
+    gradient of the mean over ``world_count`` worlds (default: these) with respect to ``model.vector()``, from one
+    batch (joined by ``FitWorkers`` as ``rollout_parts``)."""
+    specs, vines, origins = worlds
+    world_count = len(specs) if world_count is None else world_count
     per_frame = {steps_per_frame(video, dt) for video in videos}
     if len(per_frame) != 1:
         raise ConfigError("the one-step loss needs one frame interval for all videos")
     steps = per_frame.pop()
-    batch = VineBatch(specs, solver_options=SOLVER_OPTIONS if solver_options is None else solver_options)
+    batch = VineBatch(specs, solver_options=SOLVER_OPTIONS if solver_options is None else solver_options,
+                      device=device)
     rates = np.array([videos[v].frame_growth_rates()[start] for v, start in origins])
     targets = [resample_polyline(videos[v].backbone(start + 1), SHAPE_SAMPLES) for v, start in origins]
     W = len(specs)
@@ -311,14 +323,28 @@ def one_step_loss_and_gradient(model, videos, *, stride=ONE_STEP_STRIDE, link_co
         for w in range(W):
             loss, gradient = resampled_squared_distance(pin_points(poses[w], batch.half_length[w]), targets[w])
             world_losses[w] = loss
-            adjoint[w] = pin_points_adjoint(gradient, poses[w], batch.half_length[w]) / W
+            adjoint[w] = pin_points_adjoint(gradient, poses[w], batch.half_length[w]) / world_count
         return adjoint
 
     gradients = vine_gradients(batch, steps, dt, final_adjoint, growth_rates=np.tile(rates, (steps, 1)))
-    total = sum(model.vector_gradient(g, vine) for g, vine in zip(gradients, vines))
-    per_video = np.array([world_losses[[w for w, (v, _) in enumerate(origins) if v == index]].mean()
-                          for index in range(len(videos))])
-    return float(world_losses.mean()), total, per_video
+    return world_losses, [model.vector_gradient(g, vine) for g, vine in zip(gradients, vines)]
+
+
+def one_step_loss_and_gradient(model, videos, *, stride=ONE_STEP_STRIDE, link_count=FIT_LINKS, dt=FIT_DT,
+                               solver_options=None):
+    """Seed 003's one-step loss of ``model`` on ``videos`` (module docstring) [m^2], its gradient with
+    respect to ``model.vector()``, and the loss per video (V,), from one batch of every start state."""
+    videos = list(videos)
+    worlds = one_step_worlds(model, videos, stride=stride, link_count=link_count)
+    world_losses, terms = one_step_parts(model, videos, worlds, link_count=link_count, dt=dt,
+                                         solver_options=solver_options)
+    return float(world_losses.mean()), sum(terms), one_step_video_losses(world_losses, worlds[2], len(videos))
+
+
+def one_step_video_losses(world_losses, origins, video_count):
+    """The one-step loss per video (V,): the mean over its worlds (``origins``: (video index, start frame) each)."""
+    return np.array([world_losses[[w for w, (v, _) in enumerate(origins) if v == index]].mean()
+                     for index in range(video_count)])
 
 
 LOSS_FUNCTIONS = {"rollout": rollout_loss_and_gradient, "one_step": one_step_loss_and_gradient}
@@ -406,7 +432,7 @@ def _adam(evaluate_at, x0, bounds, iterations, rate, *, exploration=ADAM_EXPLORA
 
 
 def fit_videos(kind, videos, *, loss="rollout", optimizer="adam", max_evaluations=20, start=None,
-               link_count=FIT_LINKS, dt=FIT_DT, solver_options=None, progress=None):
+               link_count=FIT_LINKS, dt=FIT_DT, solver_options=None, progress=None, workers=1):
     """Fit the stiffness model ``kind`` to ``videos`` on ``loss`` ("rollout" or "one_step").
 
     optimizer: "adam" (``ADAM_RATE`` per coordinate and iteration at first, halved where the loss stops falling,
@@ -415,6 +441,9 @@ def fit_videos(kind, videos, *, loss="rollout", optimizer="adam", max_evaluation
     start: the VideoModel to start from (default ``VideoModel.initial(kind)``)
     max_evaluations: most loss-and-gradient evaluations (each a batched rollout of the videos)
     progress: optional callable(evaluation, loss [m^2], model), called after every evaluation
+    workers: CPU processes that share the videos of every evaluation (``fit_workers.FitWorkers``: the same losses
+        and gradients bit for bit); 1 (default): this process alone, on Warp's default device; None: one per CPU
+        core this process may use (at most one per video)
     An evaluation whose rollout blows up (SimulationError) or whose MLP curve saturates (ModelError)
     has no gradient: Adam goes back to the best point with half the rate, L-BFGS-B sees a loss 100
     times the best so far, so its line search steps back. Returns a VideoFit holding the model of the
@@ -430,15 +459,25 @@ def fit_videos(kind, videos, *, loss="rollout", optimizer="adam", max_evaluation
     model = VideoModel.initial(kind) if start is None else start
     if model.kind != kind:
         raise ConfigError(f"the start model is {model.kind!r}, the fit is of {kind!r}")
-    function = LOSS_FUNCTIONS[loss]
     clock = time.perf_counter()
     losses, models, failures, best = [], [], [], [math.inf, model]
+    pool = None
+    if workers != 1:
+        from .fit_workers import FitWorkers
+
+        pool = FitWorkers(videos, workers=workers, link_count=link_count, dt=dt, solver_options=solver_options,
+                          stride=ONE_STEP_STRIDE)
+
+    def function(trial):
+        if pool is not None:
+            return pool.loss_and_gradient(trial, loss)
+        return LOSS_FUNCTIONS[loss](trial, videos, link_count=link_count, dt=dt, solver_options=solver_options)
 
     def evaluate_at(x):
         trial = model.with_vector(x)
         models.append(trial)
         try:
-            value, gradient, _ = function(trial, videos, link_count=link_count, dt=dt, solver_options=solver_options)
+            value, gradient, _ = function(trial)
         except (SimulationError, ModelError) as error:
             value, gradient = math.inf, None
             failures.append((len(losses) + 1, str(error)))
@@ -449,6 +488,17 @@ def fit_videos(kind, videos, *, loss="rollout", optimizer="adam", max_evaluation
             progress(len(losses), value, trial)
         return None if gradient is None else (value, gradient)
 
+    try:
+        message = _optimize(optimizer, evaluate_at, model, max_evaluations, best)
+    finally:
+        if pool is not None:
+            pool.close()
+    return VideoFit(model=best[1], losses=losses, models=models, seconds=time.perf_counter() - clock, message=message,
+                    failures=failures)
+
+
+def _optimize(optimizer, evaluate_at, model, max_evaluations, best):
+    """Run ``optimizer`` ("adam" or "lbfgs") on ``evaluate_at`` from ``model``; its closing message."""
     if optimizer == "adam":
         message = _adam(evaluate_at, model.vector(), model.bounds(), max_evaluations, ADAM_RATE)
     else:
@@ -466,8 +516,7 @@ def fit_videos(kind, videos, *, loss="rollout", optimizer="adam", max_evaluation
 
         message = str(minimize(objective, model.vector(), jac=True, method="L-BFGS-B", bounds=model.bounds(),
                                options={"maxfun": max_evaluations}).message)
-    return VideoFit(model=best[1], losses=losses, models=models, seconds=time.perf_counter() - clock, message=message,
-                    failures=failures)
+    return message
 
 
 def evaluate(model, videos, *, link_count=FIT_LINKS, dt=FIT_DT, solver_options=None):
