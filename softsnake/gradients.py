@@ -144,10 +144,6 @@ def record_rollout(solver, state, control, dt, steps, before_step=None):
     return records
 
 
-def _grad_array(values, dtype, device):
-    return wp.array(values, dtype=dtype, device=device, requires_grad=True)
-
-
 class _StepEquations:
     """One substep's equations G(u, lambda; x~, x_n, parameters) = 0 and its outputs, for every substep of length
     ``h`` [s] of a recorded rollout.
@@ -156,11 +152,12 @@ class _StepEquations:
     whole gradient; every record then loads its values into those arrays and replays the tapes' forward passes (one
     graph each where the solver captures its steps, ``SolverSettings.capture_graph``: a CUDA graph, or Warp's CPU
     graph) and their backward passes from recorded adjoint launches (``_ReplayedBackward``); the Jacobian's backward
-    pass of one colour is one more graph, which reads its colour from the device (``kernels.jacobian_colours``) and is
-    replayed once per colour, so that capturing it costs one pass, not 26. Recording a step's tapes and launching its backward passes one by one
-    from Python cost the CPU more than the kernels themselves (experiments/vine_gradient_cost.py). Every array a
-    step's kernels write is zeroed before its forward pass and every gradient after its backward, as the fresh
-    arrays of a step of its own were: the same launches on the same values, so the same bits.
+    pass of one colour is one more graph, which reads its colour from the device (``kernels.jacobian_colours``) and
+    is replayed once per colour, so that capturing it costs one pass, not 26. Recording a step's tapes and launching
+    its backward passes one by one from Python cost the CPU more than the kernels themselves
+    (experiments/vine_gradient_cost.py). Every array a step's kernels write is zeroed before its forward pass and
+    every gradient after its backward, as the fresh arrays of a step of its own were: the same launches on the same
+    values, so the same bits.
     """
 
     SOLVER_ARRAYS = ("body_inv_inertia_world", "row_c", "J_values", "row_compliance", "row_damping", "row_coupling")

@@ -96,8 +96,8 @@ def test_the_condition_estimate_does_not_depend_on_the_random_state():
 
     for seed in range(4):
         rng = np.random.default_rng(seed)
-        matrix = scipy.sparse.csc_matrix(scipy.sparse.random(200, 200, density=0.03, random_state=seed,
-                                                             data_rvs=rng.standard_normal) + 0.3 * scipy.sparse.identity(200))
+        random = scipy.sparse.random(200, 200, density=0.03, random_state=seed, data_rvs=rng.standard_normal)
+        matrix = scipy.sparse.csc_matrix(random + 0.3 * scipy.sparse.identity(200))
         lu = scipy.sparse.linalg.splu(matrix)
         estimates = set()
         for state in range(6):
