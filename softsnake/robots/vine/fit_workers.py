@@ -11,7 +11,7 @@ vine whose video ends before its batch's last step gets exact zeros from the ste
 
 import numpy as np
 
-from softsnake.errors import SimulationError
+from softsnake.errors import ConfigError, SimulationError
 
 from ..workers import WorkerPool
 from .video_fit import one_step_parts, one_step_video_losses, one_step_worlds, rollout_parts
@@ -30,13 +30,20 @@ class _VideoShare:
         return rollout_parts(model, self.videos, video_count=video_count, **self.options)
 
     def one_step_world_count(self, model):
-        """Build this share's one-step worlds for ``model`` (kept for ``one_step``) and count them."""
-        self.worlds = one_step_worlds(model, self.videos, stride=self.stride, link_count=self.options["link_count"])
+        """Build this share's one-step worlds for ``model`` (kept for ``one_step``) and count them (a share whose
+        videos give none has 0: one process refuses only a fit whose videos all give none)."""
+        try:
+            self.worlds = one_step_worlds(model, self.videos, stride=self.stride, link_count=self.options["link_count"])
+        except ConfigError:
+            self.worlds = None
+            return 0
         return len(self.worlds[0])
 
     def one_step(self, model, world_count):
         """(losses, gradient terms, origins) of this share's one-step worlds for a mean over ``world_count`` worlds.
         A blow-up names the world within the share (the pool counts shares in videos)."""
+        if self.worlds is None:
+            return np.zeros(0), [], []
         try:
             losses, terms = one_step_parts(model, self.videos, self.worlds, world_count=world_count, **self.options)
         except SimulationError as error:
@@ -55,7 +62,7 @@ class FitWorkers(WorkerPool):
     """
 
     def __init__(self, videos, *, workers=None, link_count, dt, solver_options, stride):
-        self.videos = list(videos)
+        self.videos, self.stride, self.link_count = list(videos), stride, link_count
         super().__init__(_VideoShare, len(self.videos), workers=workers, item="video",
                          arguments=lambda begin, end: (self.videos[begin:end], link_count, dt, solver_options, stride))
 
@@ -67,6 +74,9 @@ class FitWorkers(WorkerPool):
             losses = np.concatenate([share_losses for share_losses, _ in parts])
             return float(losses.mean()), sum(term for _, terms in parts for term in terms), losses
         world_count = sum(self.request("one_step_world_count", [(model,)] * len(self.shares)))
+        if world_count == 0:
+            # One process's error: no video gives a start state.
+            one_step_worlds(model, self.videos, stride=self.stride, link_count=self.link_count)
         parts = self.request("one_step", [(model, world_count)] * len(self.shares))
         world_losses = np.concatenate([share_losses for share_losses, _, _ in parts])
         origins = [(begin + v, start) for (begin, _), (_, _, share_origins) in zip(self.shares, parts)

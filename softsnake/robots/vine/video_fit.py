@@ -342,9 +342,10 @@ def one_step_loss_and_gradient(model, videos, *, stride=ONE_STEP_STRIDE, link_co
 
 
 def one_step_video_losses(world_losses, origins, video_count):
-    """The one-step loss per video (V,): the mean over its worlds (``origins``: (video index, start frame) each)."""
-    return np.array([world_losses[[w for w, (v, _) in enumerate(origins) if v == index]].mean()
-                     for index in range(video_count)])
+    """The one-step loss per video (V,): the mean over its worlds (``origins``: (video index, start frame) each); NaN
+    for a video that gives no world (every frame's backbone too short for the vine's bodies)."""
+    per_video = [world_losses[[w for w, (v, _) in enumerate(origins) if v == index]] for index in range(video_count)]
+    return np.array([losses.mean() if len(losses) else math.nan for losses in per_video])
 
 
 LOSS_FUNCTIONS = {"rollout": rollout_loss_and_gradient, "one_step": one_step_loss_and_gradient}

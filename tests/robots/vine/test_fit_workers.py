@@ -5,6 +5,7 @@ the whole batch's would) and a wall that one vine meets; and ``fit_videos`` take
 import numpy as np
 import pytest
 
+from softsnake.errors import ConfigError
 from softsnake.robots.vine import video_fit as vf
 from softsnake.robots.vine.fit_workers import FitWorkers
 from softsnake.robots.vine.scene import ObstacleWall
@@ -45,3 +46,23 @@ def test_a_fit_with_workers_takes_the_same_steps():
             for workers in (1, 2)]
     assert fits[0].losses == fits[1].losses and len(fits[0].losses) == 3
     np.testing.assert_array_equal(fits[0].model.vector(), fits[1].model.vector())
+
+
+def test_a_share_without_one_step_worlds_is_no_error():
+    """A video too short for the vine's bodies in every frame gives no one-step world: one process leaves it out,
+    and so does the worker whose share it is alone, with the same loss and gradient."""
+    short = straight_video(frames=6, speed=0.0)
+    short = short.__class__(**{**short.__dict__, "skeletons": tuple(s[:3] * 0.1 for s in short.skeletons)})
+    model = vf.VideoModel.initial("linear")
+    with pytest.raises(ConfigError, match="no frame"):
+        vf.one_step_worlds(model, [short])
+    both = videos()[:2] + [short]
+    alone = vf.one_step_loss_and_gradient(model, both)
+    with FitWorkers(both, workers=2, link_count=vf.FIT_LINKS, dt=vf.FIT_DT, solver_options=vf.SOLVER_OPTIONS,
+                    stride=vf.ONE_STEP_STRIDE) as workers:
+        assert workers.shares == [(0, 2), (2, 3)]
+        shared = workers.loss_and_gradient(model, "one_step")
+    assert shared[0] == alone[0]
+    np.testing.assert_array_equal(shared[1], alone[1])
+    np.testing.assert_array_equal(shared[2], alone[2])
+    assert np.isnan(alone[2][2]) and np.isfinite(alone[2][:2]).all()
