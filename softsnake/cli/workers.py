@@ -1,5 +1,5 @@
-"""The ``--workers`` option of the commands that can split a batch over CPU processes (``gait``, ``vine``;
-softsnake.robots.workers): the same text, checks and meaning in both.
+"""The ``--workers`` option of the commands that can split a batch over CPU processes (``gait``, ``vine``, ``fit``;
+softsnake.robots.workers): the same text, checks and meaning in all.
 
 By default a CPU run of several worlds uses every core this process may use (at most one per world): the outputs
 are bit for bit those of one process (tests/cli/test_gait_workers.py), and a run of a few seconds or more finishes
