@@ -24,11 +24,10 @@ import time
 from pathlib import Path
 
 from softsnake.errors import ConfigError, UsageError
-from softsnake.machine import usable_cores
 from softsnake.output_files import replaced_when_complete, write_dict_csv
 
 from .common import add_budget_option, check_at_least, make_output_folder, parse_budget
-from .workers import add_workers_option, check_workers, worker_processes
+from .workers import add_workers_option, check_workers, worker_count, worker_processes
 
 
 def add_arguments(parser):
@@ -128,7 +127,7 @@ def run(args):
         shown = f"loss {1e6 * loss:.4g} mm^2" if math.isfinite(loss) else "failed (why: after the fit)"
         print(f"evaluation {evaluation}: {shown} ({model.describe()})", flush=True)
 
-    processes = f", {min(len(train), args.workers or usable_cores())} worker processes" if args.workers != 1 else ""
+    processes = f", {worker_count(args, len(train))} worker processes" if args.workers != 1 else ""
     print(f"fitting the {args.model} model to videos {args.train} ({args.loss} loss, at most {args.evaluations} "
           f"evaluations{processes})", flush=True)
     try:

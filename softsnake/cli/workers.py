@@ -41,5 +41,9 @@ def parallel_speedup(args, count):
     1.5)."""
     if args.workers == 1:
         return 1.0
-    workers = max(1, min(count, args.workers or usable_cores()))
-    return count / max(end - begin for begin, end in shares(count, workers))
+    return count / max(end - begin for begin, end in shares(count, worker_count(args, count)))
+
+
+def worker_count(args, count):
+    """How many processes ``args.workers`` starts for a batch of ``count`` worlds (at most one per world)."""
+    return max(1, min(count, args.workers or usable_cores()))
