@@ -227,7 +227,7 @@ class _StepEquations:
         """x~, v~ from the step's start (on the prediction's tape); then u from the step's end (on no tape)."""
         m, d = self.model, self.model.device
         inputs, outputs, forces = self.start, self.predicted, self.forces
-        with self.predict_tape if not self.built else contextlib.nullcontext():
+        with self._taped(self.predict_tape):
             if m.particle_count:
                 wp.launch(adjoint.predict_particles_into, m.particle_count, device=d, inputs=[
                     inputs["particle_q"], inputs["particle_qd"], forces["particle_f"], m.particle_inv_mass, m.gravity,
@@ -240,6 +240,14 @@ class _StepEquations:
             self.end["particle_q"], outputs["particle_q"], outputs["particle_q"], self.end["body_q"], outputs["body_q"],
             outputs["body_q"], m.particle_count, m.particle_world, m.body_world, self.solver.no_world_held],
             outputs=[self.u_scratch, self.u])
+
+    def _taped(self, tape):
+        """``tape`` while the first record's forward passes record it (``_build``), afterwards nothing."""
+        return contextlib.nullcontext() if self.built else tape
+
+    def _forward_passes(self):
+        """(name, function) of the three forward passes, in their order."""
+        return (("predict", self._predict), ("outputs", self._outputs), ("equations", self._equations))
 
     @property
     def no_remainders(self):
@@ -259,7 +267,7 @@ class _StepEquations:
     def _outputs(self):
         """x = x~ (+) u and v = v~ + u / h (on the outputs' tape)."""
         m, outs = self.model, self.outs
-        with self.outputs_tape if not self.built else contextlib.nullcontext():
+        with self._taped(self.outputs_tape):
             self._positions(outs["particle_q"], outs["body_q"])
             wp.launch(adjoint.velocities_from_offsets, self.solver.entity_count, device=m.device, inputs=[
                 self.u, m.particle_count, self.predicted["particle_qd"], self.predicted["body_qd"], 1.0 / self.h],
@@ -292,7 +300,7 @@ class _StepEquations:
             array.zero_()
         with self._solver_arrays():
             wp.copy(s.row_residual_scale, self._solver_residual_scale)
-            with self.equations_tape if not self.built else contextlib.nullcontext():
+            with self._taped(self.equations_tape):
                 # Contact detection at the prediction, as the step did: the contacts' normals, surface
                 # points and start points move with x~ and x_n.
                 state.particle_q, state.body_q = self.predicted["particle_q"], self.predicted["body_q"]
@@ -348,16 +356,14 @@ class _StepEquations:
         """Record the three tapes (the first record's forward passes, from Python: they load the kernels' modules,
         which a capture cannot), their backward launches, and the graphs of the forward passes and of the colours."""
         self.predict_tape, self.outputs_tape, self.equations_tape = wp.Tape(), wp.Tape(), wp.Tape()
-        self._predict()
-        self._outputs()
-        self._equations()
+        for _, function in self._forward_passes():
+            function()
         self.predict_back = _ReplayedBackward(self.predict_tape)
         self.outputs_back = _ReplayedBackward(self.outputs_tape)
         self.equations_back = _ReplayedBackward(self.equations_tape)
         self.built = True
         if self.graphs:
-            for name, function in (("predict", self._predict), ("outputs", self._outputs),
-                                   ("equations", self._equations), ("colour", self._colour)):
+            for name, function in (*self._forward_passes(), ("colour", self._colour)):
                 with wp.ScopedCapture(device=self.model.device, force_module_load=False) as capture:
                     function()
                 self._graph[name] = capture.graph
@@ -377,7 +383,7 @@ class _StepEquations:
         if not self.built:
             self._build()
             return
-        for name, function in (("predict", self._predict), ("outputs", self._outputs), ("equations", self._equations)):
+        for name, function in self._forward_passes():
             self._run(name, function)
 
     def jacobian(self):
