@@ -75,7 +75,7 @@ def direct_static_displacement(model, held, forces):
         model.particle_q, model.tet_particles, model.tet_inv_rest, model.tet_volume, model.tet_youngs_modulus,
         model.tet_poisson_ratio, model.tet_damping, model.tet_row, 1.0, 1.0, model.row_world,
         wp.zeros(model.world_count, dtype=int, device=device), model.J_offsets, J_values, c, compliance, damping,
-        coupling])  # no world held (Solver.held_worlds)
+        coupling, wp.zeros(model.tet_count, dtype=wp.mat33, device=device)])  # no world held; R unused here
     dofs = 3 * model.particle_count
     rows = (model.tet_row.numpy()[:, None] + np.arange(6)).ravel()
     J = sparse.csr_matrix((J_values.numpy().astype(np.float64), model.J_columns.numpy(), model.J_offsets.numpy()),

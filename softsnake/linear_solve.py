@@ -10,6 +10,12 @@ batched solver's on a GPU (on the CPU, where a block is one thread, batched and 
 bit-identical). All stop a world once its residual has fallen by ``linear_tolerance``.
 """
 
+from dataclasses import dataclass
+
+import numpy as np
+import warp as wp
+
+from .constraints.tetrahedron import TetrahedronOperator
 from .kernels import linear_solver, operator
 
 
@@ -19,14 +25,77 @@ one warp, so that a snake particle's ~70 entries (125 at most) take at most 4 st
 at most 6, where one thread per entity walked them all; on the CPU a block is one thread."""
 
 
+@dataclass
+class Transpose:
+    """How the solver applies J^T (``SolverSettings.tetrahedron_operator``): the CSR of J^T it stores (columns:
+    each entry's row; source: the entry of J it copies) and the tetrahedra it applies matrix-free (``tets``,
+    disabled where J^T stores them). A column's entries follow the row order either way."""
+
+    offsets: wp.array
+    columns: wp.array
+    source: wp.array
+    values: wp.array
+    nnz: int
+    tets: TetrahedronOperator
+
+
+def stored_transpose(solver):
+    """J^T stored whole (``tetrahedron_operator`` "stored"): the model's layout, the solver's values."""
+    m = solver.model
+    tets = TetrahedronOperator()
+    tets.enabled = 0
+    none = wp.zeros(1, dtype=int, device=m.device)
+    tets.row_tet = tets.first_row = tets.corner_offsets = tets.corners = none
+    tets.particles = wp.zeros(1, dtype=wp.vec4i, device=m.device)
+    tets.inv_rest = tets.rotation = wp.zeros(1, dtype=wp.mat33, device=m.device)
+    return Transpose(m.JT_offsets, m.JT_columns, m.JT_source, solver.zeros(m.solve_nnz), m.solve_nnz, tets)
+
+
+def matrix_free_transpose(solver):
+    """J^T without the tetrahedra's rows, which the solve applies from each tetrahedron's R and B
+    (``tetrahedron_operator`` "matrix_free"; a model without tetrahedra stores J^T whole, as "stored" does).
+
+    Laid out once on the host from the model's J^T: each column keeps its other rows in their order; each
+    particle lists its corners (4 t + a) by tetrahedron."""
+    m = solver.model
+    if m.tet_count == 0:
+        return stored_transpose(solver)
+    first_row = m.tet_row.numpy().astype(np.int64)
+    row_tet = np.full(m.row_count, -1, dtype=np.int32)
+    row_tet[first_row[:, None] + np.arange(6)] = np.arange(m.tet_count, dtype=np.int32)[:, None]
+    offsets, columns, source = (a.numpy() for a in (m.JT_offsets, m.JT_columns, m.JT_source))
+    kept = row_tet[columns] < 0
+    kept_before = np.concatenate([[0], np.cumsum(kept, dtype=np.int64)])
+    free_offsets = kept_before[offsets].astype(np.int32)
+    keep = np.flatnonzero(kept)
+    corner_particle = m.tet_particles.numpy().astype(np.int64).ravel()  # corner 4 t + a
+    corners = np.argsort(corner_particle, kind="stable").astype(np.int32)
+    corner_offsets = np.concatenate([[0], np.cumsum(np.bincount(corner_particle, minlength=m.particle_count))])
+
+    def device(values, dtype=int):
+        return wp.array(np.ascontiguousarray(values) if len(values) else np.zeros(1), dtype=dtype, device=m.device)
+
+    tets = TetrahedronOperator()
+    tets.enabled = 1
+    tets.row_tet = device(row_tet)
+    tets.particles = m.tet_particles
+    tets.first_row = m.tet_row
+    tets.inv_rest = m.tet_inv_rest
+    tets.rotation = solver.tet_rotation
+    tets.corner_offsets = device(corner_offsets.astype(np.int32))
+    tets.corners = device(corners)
+    return Transpose(device(free_offsets), device(columns[keep]), device(source[keep]), solver.zeros(len(keep)),
+                     len(keep), tets)
+
+
 def inverse_mass_transpose_command(solver, x, u, first_entity=0, skip_held=True):
     """u = M^-1 J^T x (the solver's current J) at the entities from ``first_entity`` on (particles first, then
     bodies); the entries of u before it keep what they held, and so do those of the worlds ``Solver.held_worlds``
     skips (``skip_held``: inside a batched solve, whose kernels run over every world, False)."""
-    m = solver.model
+    m, T = solver.model, solver.transpose()
     held = solver.held_worlds() if skip_held else solver.no_world_held
     return solver.record(operator.apply_inverse_mass_transpose, solver.entity_count - first_entity, [
-        m.JT_offsets, m.JT_offsets[1:], m.JT_columns, solver.JT_values, x, m.particle_inv_mass, m.body_inv_mass,
+        T.offsets, T.offsets[1:], T.columns, T.values, T.tets, x, m.particle_inv_mass, m.body_inv_mass,
         solver.body_inv_inertia_world, m.particle_count, solver.planar, first_entity, m.particle_world, m.body_world,
         held], outputs=[u], block_threads=TRANSPOSE_THREADS)
 
@@ -69,7 +138,7 @@ def multiply_commands(solver, x, y):
     return [inverse_mass_transpose_command(s, x, s.u, skip_held=False),
             record_per_chunk(s, linear_solver.cr_multiply_rows, [
                 m.solve_offsets, m.solve_columns, s.J_solve_values, s.u, x, s.compliance_eff, s.coupling_eff,
-                m.row_block_start, m.chunk_start, m.chunk_end], outputs=[y, s.zAz_partial])]
+                m.row_block_start, s.transpose().tets, m.chunk_start, m.chunk_end], outputs=[y, s.zAz_partial])]
 
 
 def _warps_for(rows, rows_per_thread, most):
@@ -125,14 +194,14 @@ def whole_solve_threads(rows, worlds=1, multiprocessors=0):
 
 def solve_commands(solver):
     """dlam ~= [J M^-1 J^T + E]^-1 rhs, per world."""
-    m = solver.model
+    m, T = solver.model, solver.transpose()
     tolerance_sq = solver.linear_tolerance * solver.linear_tolerance
     if solver.linear_solver in ("block", "per_world"):
         # The same system for both whole-solve kernels; the per-world one also compacts the live rows.
         inputs = [
             m.row_world_start_device, m.particle_world_start_device, m.body_world_start_device, m.particle_count,
             solver.planar, solver.linear_iterations, tolerance_sq, m.solve_offsets, m.solve_columns,
-            solver.J_solve_values, m.JT_offsets, m.JT_columns, solver.JT_values, m.particle_inv_mass, m.body_inv_mass,
+            solver.J_solve_values, T.offsets, T.columns, T.values, T.tets, m.particle_inv_mass, m.body_inv_mass,
             solver.body_inv_inertia_world, solver.compliance_eff, solver.coupling_eff, m.row_block_start, solver.rhs,
             solver.inv_diagonal, solver.row_live, solver.held_worlds()]
         outputs = [solver.u, solver.z, solver.p, solver.Az, solver.Ap, solver.dlam]

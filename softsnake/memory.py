@@ -8,14 +8,32 @@ the CUDA context aside).
 import warp as wp
 
 
+def _arrays(value, depth=3):
+    """The Warp arrays of ``value``: itself, or those held by its attributes, a dict's values or a Warp struct's
+    fields (the solver's ``transpose()`` layouts), ``depth`` levels down."""
+    if isinstance(value, wp.array):
+        yield value
+    elif depth > 0:
+        if isinstance(value, dict):
+            children = value.values()
+        elif hasattr(value, "__dict__"):
+            children = vars(value).values()
+        else:
+            return
+        for child in children:
+            yield from _arrays(child, depth - 1)
+
+
 def array_bytes(*objects):
-    """Bytes allocated by the Warp arrays held as attributes of ``objects`` [B].
+    """Bytes allocated by the Warp arrays held by ``objects`` (as attributes, or inside their dicts and
+    ``softsnake.linear_solve.Transpose`` layouts) [B].
 
     An array referenced from several places (a State sharing a Model array, say) counts once.
     """
     seen = {}
     for obj in objects:
         for value in vars(obj).values():
-            if isinstance(value, wp.array) and value.ptr is not None:
-                seen[value.ptr] = value.capacity
+            for array in _arrays(value):
+                if array.ptr is not None:
+                    seen[array.ptr] = array.capacity
     return sum(seen.values())

@@ -95,11 +95,14 @@ def jacobian_commands(solver, state, control, h):
                      s.record(compensated.add_remainders_to_rows, m.row_count, [
                          m.J_offsets, m.J_columns, s.J_values, s.row_from_start, s.row_reads_remainders, s.remainder,
                          s.remainder_since_start, *s.row_skip_inputs()], outputs=[s.row_c])]
-    if m.solve_compact:
+    T = s.transpose()
+    if m.solve_compact and not T.tets.enabled:
         commands.append(s.record(rows.gather_solve_values, m.solve_nnz, [
-            s.J_values, m.solve_source, m.JT_source, s.J_solve_values, s.JT_values]))
+            s.J_values, m.solve_source, T.source, s.J_solve_values, T.values]))
     else:
-        commands.append(s.record(rows.gather_values, m.solve_nnz, [s.J_values, m.JT_source, s.JT_values]))
+        if m.solve_compact:
+            commands.append(s.record(rows.gather_values, m.solve_nnz, [s.J_values, m.solve_source, s.J_solve_values]))
+        commands.append(s.record(rows.gather_values, T.nnz, [s.J_values, T.source, T.values]))
     return commands
 
 

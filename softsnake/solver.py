@@ -35,7 +35,7 @@ from .constraints import CONSTRAINT_TYPES
 from .errors import ConfigError, SimulationError
 from .input_checks import InputCheck, step_span
 from .kernels import checks, multipliers
-from .linear_solve import solve_commands
+from .linear_solve import matrix_free_transpose, solve_commands, stored_transpose
 from .newton_counts import ROUND_OFF_MARGIN, NewtonCounts
 from .solver_settings import SolverSettings
 from .validation import time_step
@@ -141,6 +141,8 @@ class Solver:
         self.row_reads_remainders = self._row_mask(lambda ctype: ctype.reads_remainders)
         """1 on the rows whose kernel evaluates them at the compensated positions itself (``remainder_inputs``)."""
         self._has_tried_rows = any(ctype.tries_carried_multipliers for ctype in self.constraint_types)
+        self._transposes = {}
+        """``transpose()``'s layouts by ``tetrahedron_operator``."""
         self._recordings = collections.OrderedDict()
         """Recordings by key (``_recording_key_of``), least recently used first, at most ``RECORDINGS_KEPT``."""
         self._recording_key = None
@@ -227,7 +229,6 @@ class Solver:
         self.J_values = zeros(m.nnz)
         # The solver's J: J itself, or (planar models) its in-plane columns only.
         self.J_solve_values = zeros(m.solve_nnz) if m.solve_compact else self.J_values
-        self.JT_values = zeros(m.solve_nnz)
         for name in ("row_c", "row_compliance", "row_coupling", "row_damping", "rhs", "residual", "compliance_eff",
                      "coupling_eff", "inv_diagonal", "dlam", "dlam_taken", "z", "p", "Az", "Ap", "row_floor"):
             setattr(self, name, zeros(m.row_count))
@@ -431,6 +432,13 @@ class Solver:
         """(particles', bodies') vec3 zero arrays: the remainders a kernel takes where it does not compensate, which it
         then neither reads nor writes, so one pair serves every such launch (``remainder_inputs``, the gradients)."""
         return self.zeros(self.model.particle_count, wp.vec3), self.zeros(self.model.body_count, wp.vec3)
+
+    def transpose(self):
+        """How this solver applies J^T now (``SolverSettings.tetrahedron_operator``), laid out at its first use."""
+        if self.tetrahedron_operator not in self._transposes:
+            build = matrix_free_transpose if self.tetrahedron_operator == "matrix_free" else stored_transpose
+            self._transposes[self.tetrahedron_operator] = build(self)
+        return self._transposes[self.tetrahedron_operator]
 
     def held_worlds(self):
         """The per-world flags (int, 1: skip) a kernel of the Newton loop takes to skip the items of the worlds that

@@ -12,6 +12,7 @@ import math
 from .errors import ConfigError
 
 LINEAR_SOLVERS = ("auto", "batched", "per_world", "block")
+TETRAHEDRON_OPERATORS = ("stored", "matrix_free")
 ELASTIC_WARM_START_MIN_NEWTON = 3
 """Newton iterations from which ``elastic_warm_start="auto"`` tries the elastic warm start: the energy
 audit settles every case with it from 3 on and not at 1 or 2 (experiments/results/convergence.md)."""
@@ -83,6 +84,16 @@ class SolverSettings:
             an H100's measurements). All give the same iterates, up to float round-off on a GPU (block
             and batched add their inner products in trees); on the CPU batched equals per_world bit
             for bit.
+        tetrahedron_operator: how the linear solve applies the tetrahedra's rows of J and J^T: "stored" (the
+            default: from the stored CSR of J and its transpose, every row's entries) or "matrix_free" (from each
+            tetrahedron's rotation R and inverse rest shape B, ``constraints.tetrahedron.TetrahedronOperator``; the
+            other rows stay stored). The same operator up to float round-off, so the same iterates up to it (a
+            coarse snake's 2 s gait ends 0.017 mm apart at 8 x 40, inside the 0.04 mm that a micrometre's change of
+            its start makes). It reads about a tenth of the bytes per tetrahedron (88 against ~960 per product),
+            the bound of a batch of thousands of paper-mesh snakes on a GPU, and computes the entries again: on a
+            2-core CPU a snake solved alone, in cache, takes 8 % longer per frame, eight in one batched pass 17 %
+            less (experiments/tetrahedron_operator.py; experiments/results/gpu.md, section 23). "stored" stays the
+            default until a GPU has measured it.
         warm_start: start each substep from the contact rows' multipliers of the last one (rescaled to
             the new substep length), carried in ``State.multipliers``: contacts keep their forces
             (sticking contacts hold with fewer Newton iterations) instead of rebuilding them every
@@ -260,6 +271,7 @@ class SolverSettings:
     linear_iterations: int = 100
     linear_tolerance: float = 1.0e-3
     linear_solver: str = "auto"
+    tetrahedron_operator: str = "stored"
     warm_start: bool = True
     elastic_warm_start: bool | str = "auto"
     line_search: bool = False
@@ -304,6 +316,9 @@ class SolverSettings:
             object.__setattr__(self, name, value)
         if self.linear_solver not in LINEAR_SOLVERS:
             raise ConfigError(f"linear_solver must be one of {', '.join(LINEAR_SOLVERS)}, got {self.linear_solver!r}")
+        if self.tetrahedron_operator not in TETRAHEDRON_OPERATORS:
+            raise ConfigError(f"tetrahedron_operator must be one of {', '.join(TETRAHEDRON_OPERATORS)}, got "
+                              f"{self.tetrahedron_operator!r}")
         for name, words in (("elastic_warm_start", ("auto",)), ("momentum_balance", MOMENTUM_BALANCE_WORDS),
                             ("compensated_positions", ("auto",))):
             value = getattr(self, name)

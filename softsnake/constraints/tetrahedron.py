@@ -73,6 +73,102 @@ def strain_gradient(R: wp.mat33, B: wp.mat33, a: int, i: int, j: int):
     return (ri * B[a - 1, j] + rj * B[a - 1, i]) * 0.5
 
 
+@wp.func
+def voigt_pair(k: int):
+    """The strain component (i, j) of row k of a tetrahedron, Voigt order xx, yy, zz, yz, xz, xy."""
+    if k == 3:
+        return wp.vec2i(1, 2)
+    if k == 4:
+        return wp.vec2i(0, 2)
+    if k == 5:
+        return wp.vec2i(0, 1)
+    return wp.vec2i(k, k)
+
+
+@wp.struct
+class TetrahedronOperator:
+    """What the linear solve needs to apply the tetrahedra's rows of J and J^T without storing them
+    (``SolverSettings.tetrahedron_operator`` "matrix_free"; ``enabled`` 0: the stored J and J^T hold them).
+
+    Row k of tetrahedron t is J_k dx = sym(R^T dDs B)_k with dDs = [dx1 - dx0, dx2 - dx0, dx3 - dx0]
+    (``strain_row_times``), and its transpose sends the rows' values y to the nodes as f_a = R S B^T e_a
+    (``strain_rows_transpose_times``): 88 bytes per tetrahedron (R, B, four indices) where its stored
+    rows take 6 x 12 entries of J and as many of J^T, each a value and an index."""
+
+    enabled: int
+    row_tet: wp.array(dtype=int)
+    """The tetrahedron of every row of the model, -1 for the rows of other types."""
+    particles: wp.array(dtype=wp.vec4i)
+    first_row: wp.array(dtype=int)
+    inv_rest: wp.array(dtype=wp.mat33)
+    rotation: wp.array(dtype=wp.mat33)
+    """R of every tetrahedron at the last assembly (``eval_tetrahedron_rows``)."""
+    corner_offsets: wp.array(dtype=int)
+    """Particle p's corners are corners[corner_offsets[p] : corner_offsets[p + 1]]."""
+    corners: wp.array(dtype=int)
+    """4 t + a for corner a of tetrahedron t, by particle, and within a particle by tetrahedron."""
+
+
+@wp.func
+def strain_row_times(op: TetrahedronOperator, t: int, k: int, u: wp.array(dtype=float)):
+    """J_k u for row k of tetrahedron t, from its nodes' entries of u: with dF = [u1 - u0, u2 - u0, u3 - u0] B,
+    the row's strain component of sym(R^T dF), (r_i . dF_j + r_j . dF_i) / 2 (J's entries, ``strain_gradient``,
+    are its derivatives)."""
+    idx = op.particles[t]
+    p0 = 3 * nonnegative(idx[0])
+    p1 = 3 * nonnegative(idx[1])
+    p2 = 3 * nonnegative(idx[2])
+    p3 = 3 * nonnegative(idx[3])
+    u0 = wp.vec3(u[p0], u[p0 + 1], u[p0 + 2])
+    d1 = wp.vec3(u[p1], u[p1 + 1], u[p1 + 2]) - u0
+    d2 = wp.vec3(u[p2], u[p2 + 1], u[p2 + 2]) - u0
+    d3 = wp.vec3(u[p3], u[p3 + 1], u[p3 + 2]) - u0
+    ij = voigt_pair(k)
+    i = ij[0]
+    j = ij[1]
+    R = op.rotation[t]
+    B = op.inv_rest[t]
+    dF_j = d1 * B[0, j] + d2 * B[1, j] + d3 * B[2, j]
+    r_i = wp.vec3(R[0, i], R[1, i], R[2, i])
+    if i == j:
+        return wp.dot(r_i, dF_j)
+    dF_i = d1 * B[0, i] + d2 * B[1, i] + d3 * B[2, i]
+    r_j = wp.vec3(R[0, j], R[1, j], R[2, j])
+    return 0.5 * (wp.dot(r_i, dF_j) + wp.dot(r_j, dF_i))
+
+
+@wp.func
+def strain_rows_transpose_times(op: TetrahedronOperator, corner: int, y: wp.array(dtype=float)):
+    """The six rows of J^T y at one corner (4 t + a) of tetrahedron t: sum_k y_k d eps_k / d x_a = R S b_a,
+    S the symmetric matrix of the rows' values (shear values halved: each is eps_ij and eps_ji at once) and
+    b_a row a - 1 of B (node 0: minus the sum of the three rows)."""
+    t = corner // 4
+    a = corner - 4 * t
+    r = nonnegative(op.first_row[t])
+    S = wp.mat33(y[r], 0.5 * y[r + 5], 0.5 * y[r + 4],
+                 0.5 * y[r + 5], y[r + 1], 0.5 * y[r + 3],
+                 0.5 * y[r + 4], 0.5 * y[r + 3], y[r + 2])
+    B = op.inv_rest[t]
+    b = wp.vec3(0.0)
+    if a == 0:
+        b = -(wp.vec3(B[0, 0], B[0, 1], B[0, 2]) + wp.vec3(B[1, 0], B[1, 1], B[1, 2]) + wp.vec3(B[2, 0], B[2, 1], B[2, 2]))
+    else:
+        b = wp.vec3(B[a - 1, 0], B[a - 1, 1], B[a - 1, 2])
+    return op.rotation[t] * (S * b)
+
+
+@wp.func
+def particle_strain_transpose_sums(op: TetrahedronOperator, p: int, first: int, stride: int, y: wp.array(dtype=float)):
+    """J^T y at particle p over its tetrahedra's rows, its corners first, first + stride, ... in their order."""
+    s = wp.vec3(0.0)
+    c = nonnegative(op.corner_offsets[p] + first)
+    end = op.corner_offsets[p + 1]
+    while c < end:
+        s += strain_rows_transpose_times(op, nonnegative(op.corners[c]), y)
+        c += stride
+    return s
+
+
 @wp.kernel
 def eval_tetrahedron_rows(
     particle_q: wp.array(dtype=wp.vec3),
@@ -93,6 +189,7 @@ def eval_tetrahedron_rows(
     row_compliance: wp.array(dtype=float),
     row_damping: wp.array(dtype=float),
     row_coupling: wp.array(dtype=float),
+    rotation: wp.array(dtype=wp.mat33),
 ):
     t = nonnegative(wp.tid())
     if row_world_held(row_world, held, tet_row[t]):
@@ -114,18 +211,11 @@ def eval_tetrahedron_rows(
     gamma = tet_damping[t] * inv_h
     row0 = nonnegative(tet_row[t])
 
+    rotation[t] = R  # for the matrix-free operator (TetrahedronOperator)
     for k in range(6):
-        i = int(k)
-        j = int(k)
-        if k == 3:
-            i = 1
-            j = 2
-        elif k == 4:
-            i = 0
-            j = 2
-        elif k == 5:
-            i = 0
-            j = 1
+        ij = voigt_pair(k)
+        i = ij[0]
+        j = ij[1]
         row = row0 + k
         nz = nonnegative(J_offsets[row])
         g1 = strain_gradient(R, B, 1, i, j)
@@ -174,7 +264,10 @@ class Tetrahedron(ConstraintType):
         return solver.record(eval_tetrahedron_rows, m.tet_count, [
             state.particle_q, m.tet_particles, m.tet_inv_rest, m.tet_volume, m.tet_youngs_modulus, m.tet_poisson_ratio,
             m.tet_damping, m.tet_row, 1.0 / h, 1.0 / (h * h), *solver.row_skip_inputs(), *solver.row_outputs(),
-            solver.row_coupling])
+            solver.row_coupling, solver.tet_rotation])
+
+    def allocate(self, solver):
+        solver.tet_rotation = solver.zeros(solver.model.tet_count, wp.mat33)
 
 
 TETRAHEDRON = Tetrahedron()

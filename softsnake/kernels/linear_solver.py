@@ -24,6 +24,8 @@ indices read from arrays pass through ``nonnegative`` (no wrap-around of negativ
 
 import warp as wp
 
+from softsnake.constraints.tetrahedron import TetrahedronOperator
+
 from .entities import nonnegative
 from .operator import gather_transpose_block, row_product, write_inverse_mass_transpose
 
@@ -202,6 +204,7 @@ def cr_multiply_rows(
     compliance: wp.array(dtype=float),
     coupling: wp.array(dtype=float),
     block_start: wp.array(dtype=int),
+    tets: TetrahedronOperator,
     chunk_start: wp.array(dtype=int),
     chunk_end: wp.array(dtype=int),
     y: wp.array(dtype=float),
@@ -213,7 +216,7 @@ def cr_multiply_rows(
     s = float(0.0)
     i = chunk_start[c] + lane
     while i < chunk_end[c]:
-        yi = row_product(i, J_offsets, J_columns, J_values, u, x, compliance, coupling, block_start)
+        yi = row_product(i, J_offsets, J_columns, J_values, u, x, compliance, coupling, block_start, tets)
         y[i] = yi
         s += x[i] * yi
         i += wp.block_dim()
@@ -334,6 +337,7 @@ def world_inverse_mass_transpose(
     JT_ends: wp.array(dtype=int),
     JT_columns: wp.array(dtype=int),
     JT_values: wp.array(dtype=float),
+    tets: TetrahedronOperator,
     x: wp.array(dtype=float),
     particle_inv_mass: wp.array(dtype=float),
     body_inv_mass: wp.array(dtype=float),
@@ -355,7 +359,7 @@ def world_inverse_mass_transpose(
     """
     e = particle_begin + first
     while e < particle_end:
-        write_inverse_mass_transpose(e, particle_count, planar, JT_offsets, JT_ends, JT_columns, JT_values, x,
+        write_inverse_mass_transpose(e, particle_count, planar, JT_offsets, JT_ends, JT_columns, JT_values, tets, x,
                                      particle_inv_mass, body_inv_mass, body_inv_inertia_world, u)
         e += stride
     # This thread's first body item: item (particle_end - particle_begin) + k of the deal, where that lands on it.
@@ -400,6 +404,7 @@ def cr_solve_per_world(
     JT_offsets: wp.array(dtype=int),
     JT_columns: wp.array(dtype=int),
     JT_values: wp.array(dtype=float),
+    tets: TetrahedronOperator,
     particle_inv_mass: wp.array(dtype=float),
     body_inv_mass: wp.array(dtype=float),
     body_inv_inertia_world: wp.array(dtype=wp.mat33),
@@ -476,7 +481,7 @@ def cr_solve_per_world(
                 j += 1
         # Az = [J M^-1 J^T + E] z and z . Az.
         world_inverse_mass_transpose(p0, p1, b0, b1, 0, 1, particle_count, planar, JT_offsets, JT_live_ends, JT_columns,
-                                     JT_values, z, particle_inv_mass, body_inv_mass, body_inv_inertia_world, u)
+                                     JT_values, tets, z, particle_inv_mass, body_inv_mass, body_inv_inertia_world, u)
         zAz_new = float(0.0)
         j = r0
         chunk_begin = r0
@@ -485,7 +490,7 @@ def cr_solve_per_world(
             part = float(0.0)
             while j < live_end and live_rows[j] < chunk_end:
                 i = nonnegative(live_rows[j])
-                Azi = row_product(i, J_offsets, J_columns, J_values, u, z, compliance, coupling, block_start)
+                Azi = row_product(i, J_offsets, J_columns, J_values, u, z, compliance, coupling, block_start, tets)
                 Az[i] = Azi
                 part += z[i] * Azi
                 j += 1
@@ -534,6 +539,7 @@ def cr_solve_block_per_world(
     JT_offsets: wp.array(dtype=int),
     JT_columns: wp.array(dtype=int),
     JT_values: wp.array(dtype=float),
+    tets: TetrahedronOperator,
     particle_inv_mass: wp.array(dtype=float),
     body_inv_mass: wp.array(dtype=float),
     body_inv_inertia_world: wp.array(dtype=wp.mat33),
@@ -609,14 +615,14 @@ def cr_solve_block_per_world(
             block_sum(0.0)
         # Az = [J M^-1 J^T + E] z and z . Az.
         world_inverse_mass_transpose(p0, p1, b0, b1, lane, threads, particle_count, planar, JT_offsets, JT_live_ends,
-                                     JT_columns, JT_values, z, particle_inv_mass, body_inv_mass, body_inv_inertia_world,
-                                     u)
+                                     JT_columns, JT_values, tets, z, particle_inv_mass, body_inv_mass,
+                                     body_inv_inertia_world, u)
         block_sum(0.0)
         part = float(0.0)
         i = r0 + lane
         while i < r1:
             if row_live[i] != 0:
-                Azi = row_product(i, J_offsets, J_columns, J_values, u, z, compliance, coupling, block_start)
+                Azi = row_product(i, J_offsets, J_columns, J_values, u, z, compliance, coupling, block_start, tets)
                 Az[i] = Azi
                 part += z[i] * Azi
             i += threads

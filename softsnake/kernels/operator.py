@@ -10,6 +10,8 @@ The same u = M^-1 J^T x moves the particles and bodies after each solve.
 
 import warp as wp
 
+from softsnake.constraints.tetrahedron import TetrahedronOperator, particle_strain_transpose_sums, strain_row_times
+
 from .entities import entity_world_held, nonnegative
 
 # Never on a wp.Tape (softsnake.gradients): no backward code, less to compile; the functions keep their adjoints
@@ -79,10 +81,13 @@ def entity_transpose_sums(
     JT_ends: wp.array(dtype=int),
     JT_columns: wp.array(dtype=int),
     JT_values: wp.array(dtype=float),
+    tets: TetrahedronOperator,
     x: wp.array(dtype=float),
 ):
     """(J^T x) at the degrees of freedom of entity e over its entries first, first + stride, ...: a
-    particle's three in the first half (the second half zero), a body's linear then angular ones.
+    particle's three in the first half (the second half zero), a body's linear then angular ones. With
+    ``tets.enabled`` the stored J^T holds no tetrahedron rows, and a particle adds its corners' sums after its
+    entries' (its corners first, first + stride, ...: ``particle_strain_transpose_sums``).
 
     Planar models have no entries in the out-of-plane columns (a particle's z; a body's z and its
     rotations about x and y): their sums are exactly 0 and are not walked.
@@ -93,9 +98,12 @@ def entity_transpose_sums(
         if planar != 0:
             # Two columns to walk: the block's third sum repeats y and is dropped.
             g = gather_transpose_block(JT_offsets, JT_ends, JT_columns, JT_values, x, c, c + 1, c + 1, first, stride)
-            g = wp.vec3(g[0], g[1], 0.0)
         else:
             g = gather_transpose_block(JT_offsets, JT_ends, JT_columns, JT_values, x, c, c + 1, c + 2, first, stride)
+        if tets.enabled != 0:
+            g += particle_strain_transpose_sums(tets, e, first, stride, x)
+        if planar != 0:
+            g = wp.vec3(g[0], g[1], 0.0)
         return wp.spatial_vector(g, wp.vec3(0.0))
     base = 3 * particle_count + 6 * (e - particle_count)
     if planar != 0:
@@ -143,6 +151,7 @@ def write_inverse_mass_transpose(
     JT_ends: wp.array(dtype=int),
     JT_columns: wp.array(dtype=int),
     JT_values: wp.array(dtype=float),
+    tets: TetrahedronOperator,
     x: wp.array(dtype=float),
     particle_inv_mass: wp.array(dtype=float),
     body_inv_mass: wp.array(dtype=float),
@@ -151,7 +160,8 @@ def write_inverse_mass_transpose(
 ):
     """u = M^-1 J^T x for the degrees of freedom of entity e (a particle, or body e - particle_count), one
     thread walking all of its entries."""
-    sums = entity_transpose_sums(e, 0, 1, particle_count, planar, JT_offsets, JT_ends, JT_columns, JT_values, x)
+    sums = entity_transpose_sums(e, 0, 1, particle_count, planar, JT_offsets, JT_ends, JT_columns, JT_values, tets,
+                                 x)
     write_inverse_mass(e, sums, particle_count, particle_inv_mass, body_inv_mass, body_inv_inertia_world, u)
 
 
@@ -161,6 +171,7 @@ def apply_inverse_mass_transpose(
     JT_ends: wp.array(dtype=int),
     JT_columns: wp.array(dtype=int),
     JT_values: wp.array(dtype=float),
+    tets: TetrahedronOperator,
     x: wp.array(dtype=float),
     particle_inv_mass: wp.array(dtype=float),
     body_inv_mass: wp.array(dtype=float),
@@ -188,7 +199,7 @@ def apply_inverse_mass_transpose(
     if entity_world_held(e, particle_count, particle_world, body_world, held):
         return  # every thread of the block alike
     sums = entity_transpose_sums(e, lane, wp.block_dim(), particle_count, planar, JT_offsets, JT_ends, JT_columns,
-                                 JT_values, x)
+                                 JT_values, tets, x)
     total = sums
     if wp.block_dim() > 1:  # the same on every thread of a block; the CPU's block of one skips the tile
         total = wp.tile_sum(wp.tile(sums, preserve_type=True))[0]
@@ -219,7 +230,16 @@ def row_product(
     compliance: wp.array(dtype=float),
     coupling: wp.array(dtype=float),
     block_start: wp.array(dtype=int),
+    tets: TetrahedronOperator,
 ):
-    """(J u + E x)[i], with u = M^-1 J^T x already computed."""
-    s = row_dot(J_values, J_columns, nonnegative(J_offsets[i]), J_offsets[i + 1], u)
+    """(J u + E x)[i], with u = M^-1 J^T x already computed (a tetrahedron's row from its nodes where
+    ``tets.enabled``: ``strain_row_times``)."""
+    t = int(-1)
+    if tets.enabled != 0:
+        t = tets.row_tet[i]
+    s = float(0.0)
+    if t >= 0:
+        s = strain_row_times(tets, t, i - tets.first_row[t], u)
+    else:
+        s = row_dot(J_values, J_columns, nonnegative(J_offsets[i]), J_offsets[i + 1], u)
     return s + block_coupled(x, i, nonnegative(block_start[i]), compliance[i], coupling[i])

@@ -43,7 +43,8 @@ def tet_volume(x, tets):
 
 
 def engine_stiffness(vertices, youngs, poisson, positions, device):
-    """K = J^T E^-1 J and the residuals c from the engine's six rows of one tetrahedron."""
+    """K = J^T E^-1 J, the residuals c and the rotation R the rows were taken with, from the engine's six rows of one
+    tetrahedron."""
     b = softsnake.ModelBuilder(gravity=(0.0, 0.0, 0.0))
     b.add_soft_mesh(vertices, np.array([[0, 1, 2, 3]]), 1000.0, youngs, poisson)
     m = b.finalize(device)
@@ -51,18 +52,19 @@ def engine_stiffness(vertices, youngs, poisson, positions, device):
     J_values = wp.zeros(m.nnz, dtype=float, device=device)
     c, compliance, coupling, damping = (wp.zeros(n, dtype=float, device=device) for _ in range(4))
     q = wp.array(positions, dtype=wp.vec3, device=device)
+    rotation = wp.zeros(1, dtype=wp.mat33, device=device)
     # inv_h = inv_h2 = 1: the rows carry the plain compliance E.
     wp.launch(tetrahedron.eval_tetrahedron_rows, 1, device=device, inputs=[
         q, m.tet_particles, m.tet_inv_rest, m.tet_volume, m.tet_youngs_modulus, m.tet_poisson_ratio, m.tet_damping,
         m.tet_row, 1.0, 1.0, m.row_world, wp.zeros(m.world_count, dtype=int, device=device), m.J_offsets, J_values, c,
-        compliance, damping, coupling])  # no world held (Solver.held_worlds)
+        compliance, damping, coupling, rotation])  # no world held (Solver.held_worlds)
     offsets, columns, values = m.J_offsets.numpy(), m.J_columns.numpy(), J_values.numpy()
     J = np.zeros((6, 12))
     for r in range(6):
         J[r, columns[offsets[r]:offsets[r + 1]]] = values[offsets[r]:offsets[r + 1]]
     E = np.diag(compliance.numpy().astype(np.float64))
     E[:3, :3] += coupling.numpy()[0] * (np.ones((3, 3)) - np.eye(3))
-    return J.T @ np.linalg.solve(E, J), c.numpy()
+    return J.T @ np.linalg.solve(E, J), c.numpy(), rotation.numpy()[0]
 
 
 def textbook_stiffness(vertices, youngs, poisson):
@@ -98,9 +100,10 @@ def test_tet_stiffness_matches_linear_fem(device, poisson):
     reference = textbook_stiffness(vertices, youngs, poisson)
     scale = np.abs(reference).max()
 
-    K, c = engine_stiffness(vertices, youngs, poisson, vertices, device)
+    K, c, R = engine_stiffness(vertices, youngs, poisson, vertices, device)
     assert np.abs(K - reference).max() / scale < 1e-6
     assert np.abs(c).max() < 1e-6
+    assert np.abs(R - np.eye(3)).max() < 1e-6  # the rotation kept for the matrix-free operator
 
     axis = np.array([0.3, -0.5, 0.9])
     angle = np.linalg.norm(axis)
@@ -108,10 +111,11 @@ def test_tet_stiffness_matches_linear_fem(device, poisson):
     cross = np.array([[0, -k[2], k[1]], [k[2], 0, -k[0]], [-k[1], k[0], 0]])
     Q = np.eye(3) + math.sin(angle) * cross + (1 - math.cos(angle)) * cross @ cross
     rotated = (vertices - vertices[0]) @ Q.T + vertices[0] + [0.01, 0.02, 0.03]
-    K, c = engine_stiffness(vertices, youngs, poisson, rotated, device)
+    K, c, R = engine_stiffness(vertices, youngs, poisson, rotated, device)
     Q_all = np.kron(np.eye(4), Q)
     assert np.abs(K - Q_all @ reference @ Q_all.T).max() / scale < 1e-6
     assert np.abs(c).max() < 1e-6
+    assert np.abs(R - Q).max() < 1e-6
 
 
 # ---------------------------------------------------------------------------- 2. bar

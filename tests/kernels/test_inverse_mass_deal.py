@@ -13,6 +13,7 @@ import pytest
 import warp as wp
 
 import softsnake
+from softsnake.constraints.tetrahedron import TetrahedronOperator
 from softsnake.kernels.linear_solver import world_inverse_mass_transpose
 from softsnake.meshing import box_tet_mesh
 
@@ -29,6 +30,7 @@ def dealt_inverse_mass_transpose(
     JT_ends: wp.array(dtype=int),
     JT_columns: wp.array(dtype=int),
     JT_values: wp.array(dtype=float),
+    tets: TetrahedronOperator,
     x: wp.array(dtype=float),
     particle_inv_mass: wp.array(dtype=float),
     body_inv_mass: wp.array(dtype=float),
@@ -39,7 +41,7 @@ def dealt_inverse_mass_transpose(
     for w in range(worlds):
         world_inverse_mass_transpose(particle_world_start[w], particle_world_start[w + 1], body_world_start[w],
                                      body_world_start[w + 1], lane, stride, particle_count, planar, JT_offsets,
-                                     JT_ends, JT_columns, JT_values, x, particle_inv_mass, body_inv_mass,
+                                     JT_ends, JT_columns, JT_values, tets, x, particle_inv_mass, body_inv_mass,
                                      body_inv_inertia_world, u)
 
 
@@ -70,25 +72,30 @@ def world(k, planar):
     return b
 
 
-@pytest.mark.parametrize("planar", [False, True], ids=["3d", "planar"])
-def test_every_block_size_deals_each_entity_to_one_lane(planar):
+@pytest.mark.parametrize("planar, operator", [(False, "stored"), (False, "matrix_free"), (True, "stored")],
+                         ids=["3d", "3d-matrix-free", "planar"])
+def test_every_block_size_deals_each_entity_to_one_lane(planar, operator):
+    """Also with the tetrahedra's rows applied matrix-free (``SolverSettings.tetrahedron_operator``): a particle's
+    corners are dealt with it."""
     batch = softsnake.ModelBuilder(gravity=(0.0, -9.81, 0.0), planar=True) if planar else softsnake.ModelBuilder()
     for k in range(3):
         batch.add_world(world(k, planar), offset=(0.0, 0.0, 2.0 * k) if planar else (0.0, 2.0 * k, 0.0))
     model = batch.finalize("cpu")
-    solver = softsnake.Solver(model, linear_solver="block", capture_graph=False)
+    solver = softsnake.Solver(model, linear_solver="block", capture_graph=False, tetrahedron_operator=operator)
     state, control = model.state(), model.control()
     for _ in range(5):
         solver.step(state, state, control, 1.0 / 60.0)
-    assert model.body_count == 12 and np.abs(solver.JT_values.numpy()).max() > 0.0
+    T = solver.transpose()
+    assert model.body_count == 12 and np.abs(T.values.numpy()).max() > 0.0
+    assert T.tets.enabled == (operator == "matrix_free")
     x = wp.array(np.random.default_rng(0).normal(size=model.row_count), dtype=float, device="cpu")
 
     def dealt(stride):
         u = wp.array(np.full(solver.u.shape, np.nan, dtype=np.float32), dtype=float, device="cpu")
         wp.launch(dealt_inverse_mass_transpose, dim=stride, device="cpu", inputs=[
             stride, model.world_count, model.particle_world_start_device, model.body_world_start_device,
-            model.particle_count, int(planar), model.JT_offsets, solver.JT_live_ends, model.JT_columns,
-            solver.JT_values, x, model.particle_inv_mass, model.body_inv_mass, solver.body_inv_inertia_world, u])
+            model.particle_count, int(planar), T.offsets, solver.JT_live_ends, T.columns, T.values, T.tets, x,
+            model.particle_inv_mass, model.body_inv_mass, solver.body_inv_inertia_world, u])
         return u.numpy()
 
     one = dealt(1)
