@@ -16,6 +16,7 @@
 #   RESUME=1 bash tools/gpu/session.sh gait_start # a later session: the gait goes on from the resume parts carried
 #   bash tools/gpu/session.sh worlds             # do identical worlds stay identical (gpu_world_independence.py)
 #   bash tools/gpu/session.sh rest               # the snake at rest on the GPU: iterations x linear solvers (snake_at_rest.py)
+#   bash tools/gpu/session.sh tet                # the tetrahedra's rows stored or matrix-free: cost and agreement
 #
 # Several stages in one call run in order, each under STAGE_SECONDS (set it so that they fit the call's
 # limit together: `STAGE_SECONDS=270 ... solvers vines`). Output goes to $OUT (the folder
@@ -33,8 +34,8 @@
 # suite's SOFTSNAKE_TEST_DEVICES) and DEVICE (the benchmarks' and the gait's): both cuda by default, cpu for a
 # dry run of a stage here; TABLE2_CASES, TABLE2_PEERS (none: no peer runs) and TABLE2_SOLVERS (table2's --cases,
 # --peer-cases and --solvers), SOLVERS_CASES (solvers' --cases: coarse:1024 is the gait's system), VINES_ARGS
-# (vine_runtime.py's options but --device and --out) for a shorter stage, and REST_ARGS (snake_at_rest.py's,
-# the same two apart); TESTS (pytest's test paths, default all: the files a cut run
+# (vine_runtime.py's options but --device and --out) for a shorter stage, REST_ARGS (snake_at_rest.py's,
+# the same two apart) and TET_ARGS (tetrahedron_operator.py's, the same two apart); TESTS (pytest's test paths, default all: the files a cut run
 # left unrun first, say); TESTS_FILE (a file of test node ids, one per line, instead of TESTS: a cut run
 # leaves the tests it did not reach in $STASH/unrun.txt and $OUT/unrun.txt).
 #
@@ -68,6 +69,7 @@ RESUME_FIRST=${RESUME_FIRST:-0}
 RESUME_PART_MIB=${RESUME_PART_MIB:-15}
 TESTS_FILE=${TESTS_FILE:-}
 REST_ARGS=${REST_ARGS:---substeps 2 --seconds 3 --positions float32 --iterations plain,bodies,balanced --linear-solvers block,batched}
+TET_ARGS=${TET_ARGS:---cases 1024,256,1 --solvers block,batched --frames 5 --warmup 2 --repeats 2 --agree-seconds 2}
 VINES_ARGS=${VINES_ARGS:---links 15 --sizes 1,256,4096 --bodies 30 --linear-solvers per_world,block,batched}
 mkdir -p "$OUT" "$STASH/parts" "$STASH/resume-parts"
 
@@ -233,6 +235,12 @@ rest() {
     experiment rest experiments/snake_at_rest.py --device "$DEVICE" $REST_ARGS --out "$OUT/rest"
 }
 
+tet() {
+    use_payload
+    # shellcheck disable=SC2086  # $TET_ARGS is a list of options
+    experiment tet experiments/tetrahedron_operator.py --device "$DEVICE" $TET_ARGS --out "$OUT/tet"
+}
+
 # The gait command of both gait stages (the output folder is each stage's own).
 gait_command=("$PYTHON" -m softsnake gait --device "$DEVICE" --snakes "$SNAKES" --seconds "$GAIT_SECONDS")
 
@@ -353,8 +361,8 @@ resume_fetch() {
     echo "resume_fetch: $count parts from $RESUME_FIRST of $(grep -c part- "$parts/manifest")"
 }
 
-STAGES="stash install warm tests table2 solvers vines worlds rest gait gait_start gait_wait gait_collect resume_fetch"
-[ $# -gt 0 ] || { sed -n '2,25p' "$0"; exit 2; }
+STAGES="stash install warm tests table2 solvers vines worlds rest tet gait gait_start gait_wait gait_collect resume_fetch"
+[ $# -gt 0 ] || { sed -n '2,26p' "$0"; exit 2; }
 for stage in "$@"; do
     if [[ " $STAGES " == *" $stage "* ]]; then
         echo "== $stage ($(date -u +%T))"
