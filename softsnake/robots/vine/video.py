@@ -75,6 +75,7 @@ predictions with the engine: one world per start frame, each started from the vi
 one frame interval.
 """
 
+import functools
 import math
 from dataclasses import dataclass, replace
 
@@ -545,6 +546,19 @@ def video_pins(video, frame, link_count, *, clear_walls=True):
     near the tip and around wall ends the skeleton comes closer to the walls than the tube radius (in
     most frames), and a vine started inside a wall is thrown out of it. Returns (pins (link_count + 1,
     2), how far each moved from the evenly spaced pins of the uncut backbone (link_count + 1,)) [m]."""
+    pins, moved = _video_pins(video, int(frame), int(link_count), bool(clear_walls))
+    return pins.copy(), moved.copy()
+
+
+PINS_KEPT = 4096
+"""How many ``video_pins`` results a process keeps: a fit asks for the same start frames at every evaluation (the
+one-step loss's ~100 start states of the training videos took 0.23 s of its ~2.1 s evaluation to lay out again), and a
+video's frames, walls and tube radius never change (``VineVideo`` is frozen)."""
+
+
+@functools.lru_cache(maxsize=PINS_KEPT)
+def _video_pins(video, frame, link_count, clear_walls):
+    """``video_pins``, computed once per video, frame, link count and ``clear_walls``."""
     backbone = smooth_polyline(video.backbone(frame), video.tube_radius)
     if not clear_walls:
         return resample_polyline(backbone, link_count + 1), np.zeros(link_count + 1)
