@@ -6,8 +6,8 @@ and four indices and computes the entries again (``constraints.tetrahedron.Tetra
 depends on whether the solve is bound by memory or by arithmetic, so it is measured, on the device it runs on:
 
 1. Cost: seed 001's Table II frame (paper mesh, h = 1/120 s, 2 substeps x 4 Newton x 20 CR, every iteration run;
-   ``softsnake.robots.snake.bench.time_model``) for each snake count of --cases and each linear solver of
-   --solvers, the two operators alternated --repeats times on one model, each time the median of --frames frames
+   ``softsnake.robots.snake.bench.time_model``; --resolution coarse --budget 8x40 times the gait's system at its
+   budget, every iteration run) for each snake count of --cases and each linear solver of --solvers, the two operators alternated --repeats times on one model, each time the median of --frames frames
    after --warmup; the table gives the median over the repeats.
 2. Agreement: one snake's gait (--agree-resolution, --agree-seconds) run with each operator at each budget of
    --agree-budgets (the gait's 8 x 40 and the converged 16 x 160 by default): the forward travel of each and
@@ -19,7 +19,7 @@ Writes tetrahedron_operator_cost.csv and tetrahedron_operator_agreement.csv into
 row, so an interrupted run keeps what it measured) and prints both tables with the device.
 
     python experiments/tetrahedron_operator.py [--device cpu|cuda] [--cases 1,8] [--solvers per_world,batched]
-        [--frames 5] [--warmup 2] [--repeats 2] [--agree-seconds 2] [--agree-budgets 8x40,16x160]
+        [--resolution paper|coarse] [--budget 4x20] [--frames 5] [--warmup 2] [--repeats 2] [--agree-seconds 2] [--agree-budgets 8x40,16x160]
         [--agree-resolution coarse] [--skip-agreement] [--out DIR]
 """
 
@@ -48,23 +48,27 @@ def budget(text):
 
 
 def time_cases(args, out):
-    config = load_snake_config(resolution="paper")
+    config = load_snake_config(resolution=args.resolution)
+    newton, linear = args.budget
     rows = []
-    print(f"device: {device_name(args.device)}; paper mesh; h = 1/120 s, 2 substeps x 4 Newton x 20 CR; median of "
-          f"{args.frames} frames after {args.warmup}, median of {args.repeats} alternated repeats", flush=True)
+    print(f"device: {device_name(args.device)}; {args.resolution} mesh; h = 1/120 s, 2 substeps x {newton} Newton x "
+          f"{linear} CR, every iteration run; median of {args.frames} frames after {args.warmup}, median of "
+          f"{args.repeats} alternated repeats", flush=True)
     print(f"{'snakes':>6s} {'solver':>9s} | {'stored ms':>9s} {'solve':>7s} | {'free ms':>9s} {'solve':>7s} | "
           f"{'free/stored':>11s} {'solve':>6s}", flush=True)
     for snakes in args.cases:
-        model, handle, count = case_model(snakes, config, "paper", args.device)
+        model, handle, count = case_model(snakes, config, args.resolution, args.device)
         for solver in args.solvers:
             runs = {op: [] for op in TETRAHEDRON_OPERATORS}
             for _ in range(args.repeats):
                 for op in TETRAHEDRON_OPERATORS:
                     runs[op].append(time_model(model, handle, count, frames=args.frames, warmup=args.warmup,
-                                               linear_solver=solver, tetrahedron_operator=op))
+                                               linear_solver=solver, tetrahedron_operator=op,
+                                               newton_iterations=newton, linear_iterations=linear))
             total = {op: float(np.median([r["total"] for r in runs[op]])) for op in runs}
             solve = {op: float(np.median([r["solve"] for r in runs[op]])) for op in runs}
-            rows.append({"device": device_name(args.device), "snakes": snakes, "solver": solver,
+            rows.append({"device": device_name(args.device), "resolution": args.resolution,
+                         "budget": f"{newton}x{linear}", "snakes": snakes, "solver": solver,
                          "rows": model.row_count, "stored_ms": 1e3 * total["stored"],
                          "stored_solve_ms": 1e3 * solve["stored"], "matrix_free_ms": 1e3 * total["matrix_free"],
                          "matrix_free_solve_ms": 1e3 * solve["matrix_free"],
@@ -117,9 +121,12 @@ def main(argv=None):
     parser = experiment_parser(__doc__, __file__)
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--cases", type=comma_list(int), default=None,
-                        help="paper snakes per case (default: 1,8 on the CPU, 1,256,1024 on a GPU)")
+                        help="snakes per case (default: 1,8 on the CPU, 1,256,1024 on a GPU)")
     parser.add_argument("--solvers", type=comma_list(str), default=None,
                         help="linear solvers (default: per_world,batched on the CPU, block,batched on a GPU)")
+    parser.add_argument("--resolution", choices=("paper", "coarse"), default="paper", help="the timed snakes' mesh")
+    parser.add_argument("--budget", type=budget, default=(4, 20),
+                        help="Newton x CR iterations of the timed frames (default 4x20, the paper's)")
     parser.add_argument("--frames", type=int, default=5)
     parser.add_argument("--warmup", type=int, default=2)
     parser.add_argument("--repeats", type=int, default=2)

@@ -91,7 +91,7 @@ class SolverSettings:
             coarse snake's 2 s gait ends 0.017 mm apart at 8 x 40, inside the 0.04 mm that a micrometre's change of
             its start makes). It reads about a tenth of the bytes per tetrahedron (88 against ~960 per product),
             the bound of a batch of thousands of paper-mesh snakes on a GPU, and computes the entries again: on a
-            2-core CPU a snake solved alone, in cache, takes 8 % longer per frame, eight in one batched pass 17 %
+            2-core CPU a snake solved alone, in cache, takes 8 % longer per frame, eight in one batched pass 16 %
             less (experiments/tetrahedron_operator.py; experiments/results/gpu.md, section 23). "stored" stays the
             default until a GPU has measured it.
         warm_start: start each substep from the contact rows' multipliers of the last one (rescaled to
