@@ -14,7 +14,7 @@ import numpy as np
 from softsnake.errors import ConfigError, SimulationError
 
 from ..workers import WorkerPool
-from .video_fit import one_step_parts, one_step_video_losses, one_step_worlds, rollout_parts
+from .video_fit import KeptBatch, one_step_parts, one_step_video_losses, one_step_worlds, rollout_parts
 
 
 class _VideoShare:
@@ -24,6 +24,7 @@ class _VideoShare:
         self.videos, self.stride = videos, stride
         self.options = {"link_count": link_count, "dt": dt, "solver_options": solver_options, "device": "cpu"}
         self.worlds = None
+        self.kept = KeptBatch()
 
     def rollout(self, model, video_count):
         """(losses, gradient terms) of this share's videos for a mean over ``video_count`` videos."""
@@ -45,7 +46,8 @@ class _VideoShare:
         if self.worlds is None:
             return np.zeros(0), [], []
         try:
-            losses, terms = one_step_parts(model, self.videos, self.worlds, world_count=world_count, **self.options)
+            losses, terms = one_step_parts(model, self.videos, self.worlds, world_count=world_count, kept=self.kept,
+                                           **self.options)
         except SimulationError as error:
             raise SimulationError(f"one-step world {error.world} of this share: {error}", step=error.step,
                                   reason=error.reason) from None

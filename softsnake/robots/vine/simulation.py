@@ -22,6 +22,7 @@ length the pin spans (robot.pin_rest_angles), so a steered vine takes a constant
 in free space.
 """
 
+import dataclasses
 import math
 from dataclasses import dataclass
 
@@ -170,6 +171,33 @@ def batch_link_count(specs):
     return links.pop()
 
 
+FITTED_PARAMETERS = ("body_mass", "body_inertia", "damping", "stiffness", "pressure")
+"""The VineParams fields in which ``VineBatch.restart`` lets a vine differ from the one the batch was built with: the
+parameters a video fit changes (``video_fit.VideoModel``)."""
+FITTED_ARRAYS = ("body_inv_mass", "body_inertia", "body_inv_inertia", "spring_stiffness", "spring_damping",
+                 "spring_curve_angle", "spring_curve_moment")
+"""The model arrays those parameters (and a pin's moment curve) set: every other array of a vine's model is the same
+for any values of them (tests/robots/vine/test_batch_restart.py)."""
+START_CONTROL = ("prismatic_rate", "joint_target", "pressure")
+"""The control arrays a batch sets as it steps, put back by ``VineBatch.restart``."""
+
+
+def same_structure(a, b):
+    """Whether two VineSpecs build the same vine in the same scene and start state, up to ``FITTED_PARAMETERS`` and
+    the moment curve's moments (its angles and sample counts too are checked when the arrays are copied)."""
+    fitted = {name: getattr(a.vine, name) for name in FITTED_PARAMETERS}
+    if dataclasses.replace(b.vine, **fitted) != a.vine:
+        return False
+    if a.heading != b.heading or tuple(a.obstacles) != tuple(b.obstacles):
+        return False
+    if (a.moment_curve is None) != (b.moment_curve is None):
+        return False
+    for x, y in ((a.initial_poses, b.initial_poses), (a.initial_velocities, b.initial_velocities)):
+        if (x is None) != (y is None) or (x is not None and not np.array_equal(x, y)):
+            return False
+    return True
+
+
 class VineBatch:
     """Many vines, one world each, simulated together.
 
@@ -199,17 +227,17 @@ class VineBatch:
         self.specs = specs
         self.growth = growth
         self.link_extension_max = link_extension_max
+        self._world_options = {"friction": friction, "stall_force": stall_force}
         top = ModelBuilder(gravity=(0.0, 0.0, 0.0), planar=True)
         self.handles = []
         for spec in specs:
-            world, handle = vine_world(spec.vine, spec.obstacles, heading=spec.heading, initial_poses=spec.initial_poses,
-                                       initial_velocities=spec.initial_velocities, moment_curve=spec.moment_curve,
-                                       friction=friction, stall_force=stall_force)
+            world, handle = self._vine_world(spec)
             top.add_world(world)
             self.handles.append(handle)
         self.model = top.finalize(device)
         self.link_count = link_count
-        self.solver = Solver(self.model, **solver_settings(self.link_count, solver_options))
+        self._solver_settings = solver_settings(self.link_count, solver_options)
+        self.solver = Solver(self.model, **self._solver_settings)
         self.state = self.model.state()
         self.control = self.model.control()
         self.vine_count = len(specs)
@@ -224,6 +252,74 @@ class VineBatch:
                                             for w, h in enumerate(self.handles)])
         self._joint_target = self.control.joint_target.numpy().copy()  # a copy on every device (a view on the CPU)
         self._rest_targets = np.concatenate([h.rest_targets for h in self.handles])
+        self._start_control = {name: getattr(self.control, name).numpy().copy() for name in START_CONTROL}
+
+    def _vine_world(self, spec):
+        """(ModelBuilder, VineHandle) of one vine's world."""
+        return vine_world(spec.vine, spec.obstacles, heading=spec.heading, initial_poses=spec.initial_poses,
+                          initial_velocities=spec.initial_velocities, moment_curve=spec.moment_curve,
+                          **self._world_options)
+
+    def restart(self, specs):
+        """Put the batch back at its start with the vines of ``specs``: the vines it was built with, in the same scenes
+        and start states, differing at most in the parameters a fit changes (``FITTED_PARAMETERS``: body mass and
+        inertia, the pins' damping, stiffness or pressure, and moment curve). Bit for bit a new
+        ``VineBatch(specs, ...)`` with this batch's options (tests/robots/vine/test_batch_restart.py), for the cost of
+        building one vine of each distinct VineParams where a new batch builds every vine (a video fit's one-step
+        batch: 104 vines of three videos).
+
+        Only the model's arrays that those parameters set change (``FITTED_ARRAYS``), copied from a one-vine model of
+        each distinct vine; the state, control, solver, time, growth and muscles go back to the start."""
+        specs = list(specs)
+        if len(specs) != self.vine_count:
+            raise ConfigError(f"restart needs {self.vine_count} vines, as the batch was built with, got {len(specs)}")
+        for k, (old, new) in enumerate(zip(self.specs, specs)):
+            if not same_structure(old, new):
+                raise ConfigError(f"restart: vine {k} differs from the batch's in more than its fitted parameters "
+                                  f"({', '.join(FITTED_PARAMETERS)}) and moment curve")
+        m = self.model
+        values = {name: getattr(m, name).numpy().copy() for name in FITTED_ARRAYS}
+        spring_start, curve_start = m.spring_world_start, m.spring_curve_start.numpy()
+        curve_count = m.spring_curve_count.numpy()
+        templates = {}
+        for w, spec in enumerate(specs):
+            key = (spec.vine, None if spec.moment_curve is None else id(spec.moment_curve))
+            if key not in templates:
+                builder = ModelBuilder(gravity=(0.0, 0.0, 0.0), planar=True)
+                builder.add_world(self._vine_world(spec)[0])
+                one = builder.finalize(m.device)
+                templates[key] = {name: getattr(one, name).numpy() for name in FITTED_ARRAYS}
+                templates[key]["curve_start"] = one.spring_curve_start.numpy()
+                templates[key]["curve_count"] = one.spring_curve_count.numpy()
+            t = templates[key]
+            bodies = slice(m.body_world_start[w], m.body_world_start[w + 1])
+            springs = np.arange(spring_start[w], spring_start[w + 1])
+            for name in ("body_inv_mass", "body_inertia", "body_inv_inertia"):
+                values[name][bodies] = t[name]
+            for name in ("spring_stiffness", "spring_damping"):
+                values[name][springs] = t[name]
+            if not np.array_equal(curve_count[springs], t["curve_count"]):
+                raise ConfigError(f"restart: vine {w}'s moment curve has other sample counts than the batch's")
+            for local, spring in enumerate(springs):
+                count = curve_count[spring]
+                source = slice(t["curve_start"][local], t["curve_start"][local] + count)
+                target = slice(curve_start[spring], curve_start[spring] + count)
+                for name in ("spring_curve_angle", "spring_curve_moment"):
+                    values[name][target] = t[name][source]
+        for name in FITTED_ARRAYS:
+            getattr(m, name).assign(values[name])
+        self.specs = specs
+        # A new solver (a few milliseconds): the old one's recorded launches hold the model arrays as they were when
+        # recorded, and a gradient has since given some of them gradient arrays (softsnake.gradients).
+        self.solver = Solver(self.model, **self._solver_settings)
+        self.solver.reset(self.state)
+        for name, start in self._start_control.items():
+            getattr(self.control, name).assign(start)
+        self._joint_target = self.control.joint_target.numpy().copy()
+        self.time = 0.0
+        self.growth_rate = np.array([spec.vine.growth_rate for spec in specs])
+        self.extension = np.zeros((self.vine_count, self.link_count))
+        self.muscles.reset()
 
     def set_growth_rate(self, growth_rate):
         """Change the total growth rate of every vine [m/s] (scalar or (V,)), from the next step on."""
