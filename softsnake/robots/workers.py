@@ -188,14 +188,20 @@ class WorkerPool:
         return self.collect()
 
     def close(self):
-        """Stop the worker processes (also done on leaving a ``with`` block)."""
+        """Stop the worker processes (also done on leaving a ``with`` block): at once where a request is still pending
+        (an interrupt, an error: its answers are not wanted, and a worker reads "close" only after its current request,
+        which kept an interrupted video fit waiting 6 s), else once each has read "close"."""
+        busy = self.pending > 0
         for connection in self._connections:
-            try:
-                connection.send(("close",))
-            except (BrokenPipeError, OSError):
-                pass
+            if not busy:
+                try:
+                    connection.send(("close",))
+                except (BrokenPipeError, OSError):
+                    pass
             connection.close()
         for process in self._processes:
+            if busy:
+                process.kill()
             process.join(timeout=10)
             if process.is_alive():
                 process.kill()
