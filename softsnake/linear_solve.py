@@ -10,6 +10,7 @@ batched solver's on a GPU (on the CPU, where a block is one thread, batched and 
 bit-identical). All stop a world once its residual has fallen by ``linear_tolerance``.
 """
 
+import weakref
 from dataclasses import dataclass
 
 import numpy as np
@@ -51,41 +52,58 @@ def stored_transpose(solver):
     return Transpose(m.JT_offsets, m.JT_columns, m.JT_source, solver.zeros(m.solve_nnz), m.solve_nnz, tets)
 
 
+_MATRIX_FREE_LAYOUTS = weakref.WeakKeyDictionary()
+"""``matrix_free_layout`` of each model, for as long as the model lives."""
+
+
+def matrix_free_layout(model):
+    """The device arrays of J^T without the tetrahedra's rows, laid out once per model (every solver of a model shares
+    them; at 1024 paper snakes the layout reads J^T's 335 million entries on the host): its offsets, columns (rows)
+    and sources (entries of J), each row's tetrahedron (-1 for other rows), and each particle's corners (4 t + a, by
+    tetrahedron) with their offsets. Each column keeps its other rows in their order."""
+    if model in _MATRIX_FREE_LAYOUTS:
+        return _MATRIX_FREE_LAYOUTS[model]
+    first_row = model.tet_row.numpy().astype(np.int64)
+    row_tet = np.full(model.row_count, -1, dtype=np.int32)
+    row_tet[first_row[:, None] + np.arange(6)] = np.arange(model.tet_count, dtype=np.int32)[:, None]
+    offsets, columns, source = (a.numpy() for a in (model.JT_offsets, model.JT_columns, model.JT_source))
+    kept = row_tet[columns] < 0
+    kept_before = np.zeros(len(kept) + 1, dtype=np.int32)  # int32: J's entries were checked to fit (layout)
+    np.cumsum(kept, dtype=np.int32, out=kept_before[1:])
+    keep = np.flatnonzero(kept)
+    corner_particle = model.tet_particles.numpy().astype(np.int64).ravel()  # corner 4 t + a
+    corners = np.argsort(corner_particle, kind="stable").astype(np.int32)
+    corner_offsets = np.concatenate([[0], np.cumsum(np.bincount(corner_particle, minlength=model.particle_count))])
+
+    def device(values):
+        return wp.array(np.ascontiguousarray(values) if len(values) else np.zeros(1), dtype=int, device=model.device)
+
+    layout = {"offsets": device(kept_before[offsets]), "columns": device(columns[keep]),
+              "source": device(source[keep]), "nnz": len(keep), "row_tet": device(row_tet),
+              "corner_offsets": device(corner_offsets.astype(np.int32)), "corners": device(corners)}
+    _MATRIX_FREE_LAYOUTS[model] = layout
+    return layout
+
+
 def matrix_free_transpose(solver):
     """J^T without the tetrahedra's rows, which the solve applies from each tetrahedron's R and B
-    (``tetrahedron_operator`` "matrix_free"; a model without tetrahedra stores J^T whole, as "stored" does).
-
-    Laid out once on the host from the model's J^T: each column keeps its other rows in their order; each
-    particle lists its corners (4 t + a) by tetrahedron."""
+    (``tetrahedron_operator`` "matrix_free"; a model without tetrahedra stores J^T whole, as "stored" does;
+    ``matrix_free_layout``)."""
     m = solver.model
     if m.tet_count == 0:
         return stored_transpose(solver)
-    first_row = m.tet_row.numpy().astype(np.int64)
-    row_tet = np.full(m.row_count, -1, dtype=np.int32)
-    row_tet[first_row[:, None] + np.arange(6)] = np.arange(m.tet_count, dtype=np.int32)[:, None]
-    offsets, columns, source = (a.numpy() for a in (m.JT_offsets, m.JT_columns, m.JT_source))
-    kept = row_tet[columns] < 0
-    kept_before = np.concatenate([[0], np.cumsum(kept, dtype=np.int64)])
-    free_offsets = kept_before[offsets].astype(np.int32)
-    keep = np.flatnonzero(kept)
-    corner_particle = m.tet_particles.numpy().astype(np.int64).ravel()  # corner 4 t + a
-    corners = np.argsort(corner_particle, kind="stable").astype(np.int32)
-    corner_offsets = np.concatenate([[0], np.cumsum(np.bincount(corner_particle, minlength=m.particle_count))])
-
-    def device(values, dtype=int):
-        return wp.array(np.ascontiguousarray(values) if len(values) else np.zeros(1), dtype=dtype, device=m.device)
-
+    layout = matrix_free_layout(m)
     tets = TetrahedronOperator()
     tets.enabled = 1
-    tets.row_tet = device(row_tet)
+    tets.row_tet = layout["row_tet"]
     tets.particles = m.tet_particles
     tets.first_row = m.tet_row
     tets.inv_rest = m.tet_inv_rest
     tets.rotation = solver.tet_rotation
-    tets.corner_offsets = device(corner_offsets.astype(np.int32))
-    tets.corners = device(corners)
-    return Transpose(device(free_offsets), device(columns[keep]), device(source[keep]), solver.zeros(len(keep)),
-                     len(keep), tets)
+    tets.corner_offsets = layout["corner_offsets"]
+    tets.corners = layout["corners"]
+    return Transpose(layout["offsets"], layout["columns"], layout["source"], solver.zeros(layout["nnz"]), layout["nnz"],
+                     tets)
 
 
 def inverse_mass_transpose_command(solver, x, u, first_entity=0, skip_held=True):

@@ -161,3 +161,13 @@ def test_gradients_through_matrix_free_steps():
     (end_s, p_s, y_s), (end_f, p_f, y_f) = results["stored"], results["matrix_free"]
     assert np.abs(end_f - end_s).max() < 1e-6
     assert abs(p_f - p_s) <= 1e-4 * abs(p_s) and abs(y_f - y_s) <= 1e-4 * abs(y_s)
+
+
+def test_solvers_of_one_model_share_its_matrix_free_layout(device):
+    """The host lays out J^T without the tetrahedra once per model (``linear_solve.matrix_free_layout``): a second
+    solver of the model takes the same arrays, with its own rotations."""
+    model, _ = soft_worlds(device, pressures=(0.0,))
+    first, second = (softsnake.Solver(model, tetrahedron_operator="matrix_free") for _ in range(2))
+    a, b = first.transpose(), second.transpose()
+    assert a.offsets is b.offsets and a.columns is b.columns and a.tets.corners is b.tets.corners
+    assert a.values is not b.values and a.tets.rotation is not b.tets.rotation
