@@ -91,3 +91,18 @@ def test_gait_collect_waits_for_the_gait_it_interrupts_to_save(tmp_path):
     for name in ("gait.partial.usdc", "trajectories.partial.csv", "gait.partial.gif", "gait.resume.npz"):
         assert f" {name}\n" in listing, listing
     assert sorted(path.name for path in (tmp_path / "out" / "resume").iterdir()) == ["manifest", "part-00"]
+
+
+def test_tet_stage_dry_run(tmp_path):
+    """The ``tet`` stage (gpu.md 23.4: the tetrahedra's rows stored or matrix-free, cost and agreement) on the CPU at
+    its smallest: both tables printed, both CSV files packed in ``tet.tar.gz``."""
+    environment = {**os.environ, "PYTHON": sys.executable, "DEVICE": "cpu", "STASH": str(tmp_path / "stash"),
+                   "OUT": str(tmp_path / "out"), "STAGE_SECONDS": "120",
+                   "TET_ARGS": "--cases 1 --solvers per_world --frames 1 --warmup 0 --repeats 1 --agree-seconds 0.02 "
+                               "--agree-budgets 2x10"}
+    done = subprocess.run(["bash", str(SCRIPT), "tet"], env=environment, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "free/stored" in done.stdout and "end apart mm" in done.stdout, done.stdout
+    with tarfile.open(tmp_path / "out" / "tet.tar.gz") as packed:
+        names = {Path(name).name for name in packed.getnames()}
+    assert {"tetrahedron_operator_cost.csv", "tetrahedron_operator_agreement.csv"} <= names
