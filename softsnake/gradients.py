@@ -668,8 +668,21 @@ def rollout_gradient(solver, records, adjoint_end, parameters=None, adjoint_afte
     # recorded values are copied into.
     parameters = {name: getattr(control, array) if isinstance(array, str) else array
                   for name, array in (parameters or {}).items()}
+    untracked = [array for array in parameters.values() if not array.requires_grad]
     for array in parameters.values():
         array.requires_grad = True
+    try:
+        return _rollout_gradient(solver, records, adjoint_end, parameters, adjoint_after_step, state, control)
+    finally:
+        # The caller's arrays as they were: no gradient array left on them (a solver's recorded steps hold its
+        # model's arrays as they were recorded, without one: softsnake.robots.vine.simulation.VineBatch.restart).
+        for array in untracked:
+            array.requires_grad = False
+
+
+def _rollout_gradient(solver, records, adjoint_end, parameters, adjoint_after_step, state, control):
+    """``rollout_gradient`` with its parameters' gradient arrays allocated."""
+    m = solver.model
     shapes = {name: getattr(state, name).numpy().shape for name in STATE_ARRAYS}
     adj = {name: np.asarray(adjoint_end.get(name, np.zeros(shapes[name])), dtype=np.float64).reshape(shapes[name])
            for name in STATE_ARRAYS}

@@ -244,12 +244,15 @@ def test_pneumatic_beam_gradient_matches_central_differences():
     chamber pressure (a Control field: the gradient sums over the 20 steps, the derivative along a constant
     pressure) and to every element's Young's modulus and Poisson's ratio (summed: the derivative along one
     material for the whole beam), against Richardson-extrapolated central differences of whole rollouts.
-    Tolerance 1 % of each derivative (measured on the CPU: pressure 0.19 %, modulus 0.08 %, ratio 0.02 %)."""
+    Tolerance 1 % of each derivative (measured on the CPU: pressure 0.19 %, modulus 0.08 %, ratio 0.02 %). The
+    parameters' arrays are left without gradient arrays, as they were given."""
     model, solver, records, end = beam_rollout()
     assert model.distance_count == 6 and end[:, 2].min() < -0.0105  # six actuation rows; the pressure bends it
     seed = np.random.default_rng(3).normal(size=end.shape)
     _, grads = rollout_gradient(solver, records, {"particle_q": seed}, {
         "pressure": "pressure", "youngs_modulus": model.tet_youngs_modulus, "poisson_ratio": model.tet_poisson_ratio})
+    # The model's arrays are left as they were: no gradient array on them (the solver's recorded steps hold them so).
+    assert not model.tet_youngs_modulus.requires_grad and model.tet_youngs_modulus.grad is None
 
     def loss(**values):
         return float((beam_rollout(**values)[3] * seed).sum())

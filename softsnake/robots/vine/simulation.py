@@ -236,8 +236,7 @@ class VineBatch:
             self.handles.append(handle)
         self.model = top.finalize(device)
         self.link_count = link_count
-        self._solver_settings = solver_settings(self.link_count, solver_options)
-        self.solver = Solver(self.model, **self._solver_settings)
+        self.solver = Solver(self.model, **solver_settings(self.link_count, solver_options))
         self.state = self.model.state()
         self.control = self.model.control()
         self.vine_count = len(specs)
@@ -266,10 +265,11 @@ class VineBatch:
         inertia, the pins' damping, stiffness or pressure, and moment curve). Bit for bit a new
         ``VineBatch(specs, ...)`` with this batch's options (tests/robots/vine/test_batch_restart.py), for the cost of
         building one vine of each distinct VineParams where a new batch builds every vine (a video fit's one-step
-        batch: 104 vines of three videos).
+        batch: 104 vines of three videos) and of recording the solver's steps again.
 
         Only the model's arrays that those parameters set change (``FITTED_ARRAYS``), copied from a one-vine model of
-        each distinct vine; the state, control, solver, time, growth and muscles go back to the start."""
+        each distinct vine; the state, control, time, growth and muscles go back to the start, and the solver replays
+        the steps it recorded."""
         specs = list(specs)
         if len(specs) != self.vine_count:
             raise ConfigError(f"restart needs {self.vine_count} vines, as the batch was built with, got {len(specs)}")
@@ -309,10 +309,11 @@ class VineBatch:
         for name in FITTED_ARRAYS:
             getattr(m, name).assign(values[name])
         self.specs = specs
-        # A new solver (a few milliseconds): the old one's recorded launches hold the model arrays as they were when
-        # recorded, and a gradient has since given some of them gradient arrays (softsnake.gradients).
-        self.solver = Solver(self.model, **self._solver_settings)
+        # The same solver: its recorded steps read the model's arrays, changed in place (a gradient leaves them without
+        # gradient arrays, as they were recorded: softsnake.gradients.rollout_gradient), and it carries nothing from
+        # one step to the next but the state it is given and the blow-up check's history, which reset clears.
         self.solver.reset(self.state)
+        self.solver.reset_newton_counts()
         for name, start in self._start_control.items():
             getattr(self.control, name).assign(start)
         self._joint_target = self.control.joint_target.numpy().copy()
