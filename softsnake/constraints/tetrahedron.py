@@ -7,6 +7,9 @@ energy 1/2 c^T E^-1 c equals the linear-elastic energy only with shear complianc
 the normal block [[1, -nu, -nu], [-nu, 1, -nu], [-nu, -nu, 1]] / (Y V) is the inverse of the
 isotropic normal stiffness and stays finite (and singular only in the volumetric direction,
 i.e. incompressible) as nu -> 0.5.
+
+The rows' kernel also keeps each element's R, from which the linear solve can apply the rows of J and J^T
+without reading their stored entries (``TetrahedronOperator``; ``SolverSettings.tetrahedron_operator``).
 """
 
 import math
@@ -267,6 +270,7 @@ class Tetrahedron(ConstraintType):
             solver.row_coupling, solver.tet_rotation])
 
     def allocate(self, solver):
+        """``solver.tet_rotation``: R of every tetrahedron at the last assembly (``TetrahedronOperator``)."""
         solver.tet_rotation = solver.zeros(solver.model.tet_count, wp.mat33)
 
 
