@@ -34,6 +34,13 @@ def scene_soft():
     """A soft cantilever attached to a kinematic body, with pressure-driven distance rows."""
     b = softsnake.ModelBuilder()
     b.add_ground(mu=0.8)
+    add_soft_cantilever(b)
+    return b.finalize()
+
+
+def add_soft_cantilever(b):
+    """``scene_soft``'s cantilever into builder ``b``: a 5-cell tetrahedral beam clamped at one end by attachments to
+    a kinematic body, pressure-driven distance rows along a top edge (one channel)."""
     verts, tets = box_tet_mesh((0.2, 0.04, 0.04), (5, 1, 1))
     start = b.add_soft_mesh(verts, tets, 1100.0, 1e5, 0.45, position=(0.0, 0.0, 0.2), damping=0.002,
                             particle_radius=0.002)
@@ -49,7 +56,6 @@ def scene_soft():
     top.sort(key=lambda k: verts[k - start, 0])
     for i, j in zip(top[:-1], top[1:]):
         b.add_distance(i, j, pressure_channel=channel, youngs_modulus=1e5, compliance=1e-4)
-    return b.finalize()
 
 
 def _quat_y(angle):

@@ -5,12 +5,12 @@ bits wherever a model has no tetrahedra."""
 import numpy as np
 import pytest
 import warp as wp
+from engine_scenes import add_soft_cantilever
 
 import softsnake
 from softsnake import newton
 from softsnake.errors import ConfigError
 from softsnake.linear_solve import multiply_commands
-from softsnake.meshing import box_tet_mesh
 
 PRODUCT_TOLERANCE = 1e-6
 """Largest difference of the two operators' products, relative to the largest entry [-]: float32 (2^-23 = 1.2e-7)
@@ -24,18 +24,7 @@ def soft_worlds(device, pressures=(0.0, 1e4, 2e4)):
     builder.add_ground(mu=0.8)
     for k, _ in enumerate(pressures):
         world = softsnake.ModelBuilder()
-        verts, tets = box_tet_mesh((0.2, 0.04, 0.04), (5, 1, 1))
-        start = world.add_soft_mesh(verts, tets, 1100.0, 1e5, 0.45, position=(0.0, 0.0, 0.2), damping=0.002,
-                                    particle_radius=0.002)
-        wall = world.add_body((0.0, 0.0, 0.2), kinematic=True)
-        low, high = verts.min(axis=0), verts.max(axis=0)
-        for i in np.flatnonzero(verts[:, 0] < low[0] + 1e-9):
-            world.add_attachment(wall, start + int(i), compliance=1e-7)
-        channel = world.add_pressure_channel()
-        top = sorted((start + int(i) for i in np.flatnonzero((verts[:, 2] > high[2] - 1e-9) & (verts[:, 1] < low[1] + 1e-9))),
-                     key=lambda i: verts[i - start, 0])
-        for i, j in zip(top[:-1], top[1:]):
-            world.add_distance(i, j, pressure_channel=channel, youngs_modulus=1e5, compliance=1e-4)
+        add_soft_cantilever(world)
         builder.add_world(world, offset=(0.0, 0.5 * k, 0.0))
     model = builder.finalize(device)
     return model, np.asarray(pressures, dtype=np.float32)
