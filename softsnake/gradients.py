@@ -212,7 +212,7 @@ class _StepEquations:
         self.G2 = self.zeros(m.row_count, float)
         self.equation_colour = wp.array(pattern.colour.astype(np.int32), dtype=int, device=d)
         self.colour = wp.zeros(1, dtype=int, device=d)
-        self.stacked = wp.zeros(max(len(pattern.colors) * pattern.size, 1), dtype=float, device=d)
+        self.stacked = wp.zeros(max(pattern.colour_count * pattern.size, 1), dtype=float, device=d)
         self._solver_residual_scale = solver.row_residual_scale
         self.graphs = solver.capture_graph
         self._graph = {}
@@ -390,7 +390,7 @@ class _StepEquations:
         """dG/dy at the loaded record's converged point, assembled from one backward pass per colour."""
         self.colour.zero_()
         self.equations_back.zero()
-        for _ in self.pattern.colors:
+        for _ in range(self.pattern.colour_count):
             self._run("colour", self._colour)
         p = self.pattern
         by_color = self.stacked.numpy().astype(np.float64).reshape(-1, p.size)
@@ -459,9 +459,9 @@ class _JacobianPattern:
             free = np.ones(len(taken) + 1, dtype=bool)
             free[taken[taken <= len(taken)]] = False
             color[o] = int(np.argmax(free))
-        # Each equation's colour, and the equations of each colour.
+        # Each equation's colour, and how many colours.
         self.colour = color
-        self.colors = [np.flatnonzero(color == c) for c in range(color.max() + 1 if size else 0)]
+        self.colour_count = int(color.max()) + 1 if size else 0
         # The entries of dG/dy: row (equation), column (unknown), and the colour whose backward gives them.
         self.rows = np.repeat(np.arange(size), np.diff(deps.indptr))
         self.cols = deps.indices.astype(np.int64)
