@@ -29,7 +29,8 @@ import time
 import numpy as np
 import warp as wp
 
-from softsnake.cli.common import experiment_parser, make_output_folder
+from softsnake.cli.common import experiment_parser, make_output_folder, parse_budget
+from softsnake.errors import UsageError
 from softsnake.output_files import write_dict_csv
 from softsnake.robots.snake.bench import case_model, device_name, time_model
 from softsnake.robots.snake.config import load_snake_config
@@ -42,14 +43,9 @@ def comma_list(kind):
     return parse
 
 
-def budget(text):
-    newton, linear = (int(v) for v in text.lower().split("x"))
-    return newton, linear
-
-
 def time_cases(args, out):
     config = load_snake_config(resolution=args.resolution)
-    newton, linear = args.budget
+    newton, linear = args.budget["newton_iterations"], args.budget["linear_iterations"]
     rows = []
     print(f"device: {device_name(args.device)}; {args.resolution} mesh; h = 1/120 s, 2 substeps x {newton} Newton x "
           f"{linear} CR, every iteration run; median of {args.frames} frames after {args.warmup}, median of "
@@ -63,8 +59,7 @@ def time_cases(args, out):
             for _ in range(args.repeats):
                 for op in TETRAHEDRON_OPERATORS:
                     runs[op].append(time_model(model, handle, count, frames=args.frames, warmup=args.warmup,
-                                               linear_solver=solver, tetrahedron_operator=op,
-                                               newton_iterations=newton, linear_iterations=linear))
+                                               linear_solver=solver, tetrahedron_operator=op, **args.budget))
             total = {op: float(np.median([r["total"] for r in runs[op]])) for op in runs}
             solve = {op: float(np.median([r["solve"] for r in runs[op]])) for op in runs}
             rows.append({"device": device_name(args.device), "resolution": args.resolution,
@@ -91,11 +86,11 @@ def agreement(args, out):
           f"{device_name(args.device)}", flush=True)
     print(f"{'budget':>8s} | {'stored mm':>10s} {'free mm':>10s} {'diff mm':>9s} | {'end apart mm':>12s} | "
           f"{'stored s':>8s} {'free s':>8s}", flush=True)
-    for newton, linear in args.agree_budgets:
+    for budget in args.agree_budgets:
         ends, travel, wall = {}, {}, {}
         for op in TETRAHEDRON_OPERATORS:
             sim = SnakeSimulation(1, resolution=args.agree_resolution, seconds=args.agree_seconds, device=args.device,
-                                  newton_iterations=newton, linear_iterations=linear)
+                                  **budget)
             sim.solver.tetrahedron_operator = op
             start = time.perf_counter()
             trajectories = sim.run(progress=False)
@@ -105,7 +100,8 @@ def agreement(args, out):
             sim.close()
         apart = float(np.linalg.norm(ends["matrix_free"] - ends["stored"], axis=1).max())
         rows.append({"device": device_name(args.device), "resolution": args.agree_resolution,
-                     "seconds": args.agree_seconds, "budget": f"{newton}x{linear}",
+                     "seconds": args.agree_seconds,
+                     "budget": f"{budget['newton_iterations']}x{budget['linear_iterations']}",
                      "stored_travel_mm": 1e3 * travel["stored"], "matrix_free_travel_mm": 1e3 * travel["matrix_free"],
                      "travel_difference_mm": 1e3 * (travel["matrix_free"] - travel["stored"]),
                      "largest_end_distance_mm": 1e3 * apart, "stored_wall_s": wall["stored"],
@@ -125,16 +121,21 @@ def main(argv=None):
     parser.add_argument("--solvers", type=comma_list(str), default=None,
                         help="linear solvers (default: per_world,batched on the CPU, block,batched on a GPU)")
     parser.add_argument("--resolution", choices=("paper", "coarse"), default="paper", help="the timed snakes' mesh")
-    parser.add_argument("--budget", type=budget, default=(4, 20),
+    parser.add_argument("--budget", default="4x20",
                         help="Newton x CR iterations of the timed frames (default 4x20, the paper's)")
     parser.add_argument("--frames", type=int, default=5)
     parser.add_argument("--warmup", type=int, default=2)
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--agree-seconds", type=float, default=2.0)
-    parser.add_argument("--agree-budgets", type=comma_list(budget), default=[(8, 40), (16, 160)])
+    parser.add_argument("--agree-budgets", default="8x40,16x160", help="NxL,... of the agreement runs")
     parser.add_argument("--agree-resolution", choices=("coarse", "paper"), default="coarse")
     parser.add_argument("--skip-agreement", action="store_true")
     args = parser.parse_args(argv)
+    try:
+        args.budget = parse_budget(args.budget, None)
+        args.agree_budgets = [parse_budget(text, None) for text in args.agree_budgets.split(",") if text.strip()]
+    except UsageError as error:
+        parser.error(str(error))
     try:
         cpu = wp.get_device(args.device).is_cpu
     except (RuntimeError, ValueError) as error:

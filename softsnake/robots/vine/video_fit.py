@@ -317,10 +317,9 @@ class KeptBatch:
                 return self.batch
             except ConfigError:
                 pass
-        self.batch, self.key = None, None
-        batch = VineBatch(specs, solver_options=solver_options, device=device)
-        self.batch, self.key = batch, key
-        return batch
+        self.drop()  # no batch kept while the new one is built, if it fails
+        self.batch, self.key = VineBatch(specs, solver_options=solver_options, device=device), key
+        return self.batch
 
     def drop(self):
         self.batch, self.key = None, None
