@@ -79,3 +79,21 @@ def cylinder_inertia(mass, radius, half_height):
     """Solid cylinder about its centre, axis local z."""
     ixx = mass * (3.0 * radius * radius + 4.0 * half_height * half_height) / 12.0
     return np.diag([ixx, ixx, 0.5 * mass * radius * radius])
+
+
+def capsule_volume(radius, half_height):
+    """Volume [m^3] of a capsule: a cylinder of ``radius`` and length 2 ``half_height`` and two half-spheres."""
+    return math.pi * radius * radius * (2.0 * half_height + 4.0 / 3.0 * radius)
+
+
+def capsule_inertia(density, radius, half_height):
+    """Solid capsule about its centre, axis local z [kg m^2]: the cylinder's inertia plus the two half-spheres'.
+    A half-sphere of mass m_h has 2/5 m_h r^2 about any axis through its flat face's centre and its centroid
+    3 r / 8 from that face; moved by the parallel-axis theorem to the capsule's centre, a distance
+    half_height + 3 r / 8 away, the two together (mass m_s, a whole sphere's) give m_s (2/5 r^2 + h^2 + 3 h r / 4)
+    about a transverse axis and 2/5 m_s r^2 about z."""
+    r, h = radius, half_height
+    cylinder_mass = density * math.pi * r * r * 2.0 * h
+    spheres_mass = density * 4.0 / 3.0 * math.pi * r ** 3
+    ends = spheres_mass * np.diag([0.4 * r * r + h * h + 0.75 * h * r] * 2 + [0.4 * r * r])
+    return cylinder_inertia(cylinder_mass, r, h) + ends

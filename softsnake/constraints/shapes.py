@@ -21,7 +21,7 @@ import numpy as np
 import warp as wp
 
 from softsnake.errors import ModelError
-from softsnake.spatial import box_inertia, cylinder_inertia, quat_between, quat_to_matrix
+from softsnake.spatial import box_inertia, capsule_inertia, capsule_volume, cylinder_inertia, quat_between, quat_to_matrix
 from softsnake.validation import bounded_vector, finite_value, length_value, non_negative_value, unit_quaternion, vector
 from softsnake.validation import position as checked_position
 
@@ -293,12 +293,14 @@ class ShapeBuilder:
         return self.add_shape(body, ShapeKind.BOX, position, rotation, he, density, mu, vol, box_inertia(vol, he))
 
     def add_shape_capsule(self, body, radius, half_height, *, position=(0, 0, 0), rotation=(0, 0, 0, 1), density=0.0, mu=None):
-        """Capsule along the shape's local z: two end spheres of ``radius`` at +-``half_height`` [m]."""
+        """Capsule along the shape's local z: two end spheres of ``radius`` at +-``half_height`` [m]; its mass and
+        inertia, with a ``density``, are a solid capsule's (the cylinder between the sphere centres and the two
+        half-spheres). See add_shape_sphere."""
         what = self.shape_label(ShapeKind.CAPSULE)
         r = length_value(radius, f"{what} radius")
         hh = length_value(half_height, f"{what} half_height")
-        vol = math.pi * r * r * 2.0 * hh
-        return self.add_shape(body, ShapeKind.CAPSULE, position, rotation, (r, hh, 0), density, mu, vol, cylinder_inertia(vol, r, hh))
+        return self.add_shape(body, ShapeKind.CAPSULE, position, rotation, (r, hh, 0), density, mu,
+                              capsule_volume(r, hh), capsule_inertia(1.0, r, hh))
 
     def add_shape_cylinder(self, body, radius, half_height, *, position=(0, 0, 0), rotation=(0, 0, 0, 1), density=0.0, mu=None):
         """Cylinder along the shape's local z: the lowest rim point of each cap collides, or for a
