@@ -38,7 +38,8 @@ def tilt_degrees(quaternion):
 
 
 def test_resting_on_ground(device, warm_start):
-    """A particle and a box resting on the ground for 2 s: sink < 1 mm, drift < 1 mm."""
+    """A particle and a box resting on the ground for 2 s: sink < 1e-5 m, drift < 1e-5 m (measured: at most 5e-8 m,
+    the box's sink; the particle's nothing)."""
     b = softsnake.ModelBuilder()
     b.add_ground(mu=0.5)
     b.add_particle((0.0, 0.0, 0.05), mass=0.1, radius=0.05)
@@ -48,9 +49,9 @@ def test_resting_on_ground(device, warm_start):
     _, traj = run(model, 2.0, record=lambda s: np.concatenate([s.particle_q.numpy()[0], s.body_q.numpy()[0, :3]]),
                   warm_start=warm_start)
     particle, body = traj[:, :3], traj[:, 3:]
-    assert np.abs(particle[:, 2] - 0.05).max() < 1e-3 and np.abs(body[:, 2] - 0.05).max() < 1e-3
-    assert np.linalg.norm(particle[-1, :2] - [0.0, 0.0]) < 1e-3
-    assert np.linalg.norm(body[-1, :2] - [1.0, 0.0]) < 1e-3
+    assert np.abs(particle[:, 2] - 0.05).max() < 1e-5 and np.abs(body[:, 2] - 0.05).max() < 1e-5
+    assert np.linalg.norm(particle[-1, :2] - [0.0, 0.0]) < 1e-5
+    assert np.linalg.norm(body[-1, :2] - [1.0, 0.0]) < 1e-5
 
 
 @pytest.mark.parametrize("compensated", [False, True], ids=["float32", "compensated"])
@@ -117,7 +118,8 @@ def test_box_sticks_on_slope(device, warm_start, mu, margin):
 @pytest.mark.parametrize("margin", [0.06, 0.2])
 @pytest.mark.parametrize("footprint", ["point", "box"])
 def test_sliding_on_slope(device, warm_start, mu, margin, footprint):
-    """tan(angle) = mu + margin > mu + 0.05: acceleration g (sin - mu cos) within 5 %.
+    """tan(angle) = mu + margin > mu + 0.05: acceleration g (sin - mu cos) within 0.2 % (measured: at most 0.04 %,
+    the particle at mu 0.6 and margin 0.06; the cube's corners at most 0.006 %).
 
     ``point``: a particle (one contact); ``box``: a cube on its four corners.
     """
@@ -126,7 +128,7 @@ def test_sliding_on_slope(device, warm_start, mu, margin, footprint):
     start = len(t) // 4
     acc = 2 * np.polyfit(t[start:], along[start:], 2)[0]
     expected = G * (math.sin(angle) - mu * math.cos(angle))
-    assert abs(acc / expected - 1) < 0.05
+    assert abs(acc / expected - 1) < 2e-3, acc / expected - 1
 
 
 @pytest.mark.parametrize("degrees", [10, 20])
@@ -301,7 +303,8 @@ def test_cube_landing_while_sliding_stops_without_tipping(device, warm_start):
 
 
 def test_sphere_rolls_down_slope(device, warm_start):
-    """A solid sphere on a slope with enough friction rolls: acceleration (5/7) g sin(angle), within 5 %."""
+    """A solid sphere on a slope with enough friction rolls: acceleration (5/7) g sin(angle), within 0.1 % (measured
+    1.2e-5 warm, 8e-6 cold)."""
     angle, r, m = math.radians(20), 0.05, 1.0
     b = softsnake.ModelBuilder()
     normal = np.array([math.sin(angle), 0.0, math.cos(angle)])
@@ -314,7 +317,7 @@ def test_sphere_rolls_down_slope(device, warm_start):
     t = np.arange(1, len(xs) + 1) * dt
     along = (xs - xs[0]) @ np.array([math.cos(angle), 0.0, -math.sin(angle)])
     acc = 2 * np.polyfit(t[30:], along[30:], 2)[0]
-    assert abs(acc / (5.0 / 7.0 * G * math.sin(angle)) - 1) < 0.05
+    assert abs(acc / (5.0 / 7.0 * G * math.sin(angle)) - 1) < 1e-3, acc / (5.0 / 7.0 * G * math.sin(angle)) - 1
 
 
 @pytest.mark.parametrize("half_height", [0.1, 0.01], ids=["caps", "wheel"])

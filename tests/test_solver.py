@@ -16,6 +16,11 @@ from softsnake.spatial import quat_from_axis_angle
 
 G = 9.81
 
+PERIOD_TOLERANCE = 5e-4
+"""Relative error allowed of a pendulum's period against T (1 + theta0^2 / 16) at theta0 = 0.1 rad, h = 1/240 s.
+Implicit Euler lengthens the period by about (omega h)^2 / 3 (1e-4 here) and damps the swing, whose shrinking
+amplitude shortens the period by about as much; measured -1.1e-4 to -1.3e-4 (bodies) and -2.7e-4 (particle)."""
+
 
 def body_position(state):
     return state.body_q.numpy()[0, :3].copy()
@@ -190,7 +195,7 @@ def zero_crossing_period(t, signal):
 
 
 def test_particle_pendulum_period(device):
-    """Particle on a rigid distance constraint: T = 2 pi sqrt(L / g) (1 + theta0^2 / 16) within 1 %."""
+    """Particle on a rigid distance constraint: T = 2 pi sqrt(L / g) (1 + theta0^2 / 16) within PERIOD_TOLERANCE."""
     L, theta0 = 0.5, 0.1
     b = softsnake.ModelBuilder()
     pivot = b.add_particle((0.0, 0.0, 1.0), kinematic=True)
@@ -201,12 +206,13 @@ def test_particle_pendulum_period(device):
     _, xs = run(model, 4.0, dt=dt, record=lambda s: s.particle_q.numpy()[1, 0])
     period = zero_crossing_period(np.arange(1, len(xs) + 1) * dt, xs)
     expected = 2 * math.pi * math.sqrt(L / G) * (1 + theta0**2 / 16)
-    assert abs(period / expected - 1) < 0.01
+    assert abs(period / expected - 1) < PERIOD_TOLERANCE, period / expected - 1
 
 
 @pytest.mark.parametrize("joint", ["hinge", "attachment"])
 def test_body_pendulum_period(device, joint):
-    """Rigid rod swinging on a hinge (or hanging from an attachment): T = 2 pi sqrt(I_pivot / (m g d)) within 1 %."""
+    """Rigid rod swinging on a hinge (or hanging from an attachment): T = 2 pi sqrt(I_pivot / (m g d)) (1 + theta0^2 /
+    16) within PERIOD_TOLERANCE."""
     length, mass, theta0 = 0.6, 0.5, 0.1
     d = length / 2
     I_cm = mass * length**2 / 12
@@ -224,12 +230,12 @@ def test_body_pendulum_period(device, joint):
     _, xs = run(model, 5.0, dt=dt, record=lambda s: s.body_q.numpy()[0, 0])
     period = zero_crossing_period(np.arange(1, len(xs) + 1) * dt, xs)
     expected = 2 * math.pi * math.sqrt((I_cm + mass * d * d) / (mass * G * d)) * (1 + theta0**2 / 16)
-    assert abs(period / expected - 1) < 0.01
+    assert abs(period / expected - 1) < PERIOD_TOLERANCE, period / expected - 1
 
 
 def test_planar_body_pendulum_period(device):
     """Rod on a hinge about z in a planar model (two hinge rows), gravity along -y:
-    T = 2 pi sqrt(I_pivot / (m g d)) (1 + theta0^2 / 16) within 1 %."""
+    T = 2 pi sqrt(I_pivot / (m g d)) (1 + theta0^2 / 16) within PERIOD_TOLERANCE."""
     length, mass, theta0 = 0.6, 0.5, 0.1
     d = length / 2
     I_cm = mass * length**2 / 12
@@ -244,7 +250,7 @@ def test_planar_body_pendulum_period(device):
     _, xs = run(model, 5.0, dt=dt, record=lambda s: s.body_q.numpy()[0, 0])
     period = zero_crossing_period(np.arange(1, len(xs) + 1) * dt, xs)
     expected = 2 * math.pi * math.sqrt((I_cm + mass * d * d) / (mass * G * d)) * (1 + theta0**2 / 16)
-    assert abs(period / expected - 1) < 0.01
+    assert abs(period / expected - 1) < PERIOD_TOLERANCE, period / expected - 1
 
 
 @pytest.mark.parametrize("mu", [0.0, 0.5])

@@ -218,13 +218,17 @@ def test_growth_is_monotone_up_to_segmentation_noise(videos):
 @needs_data
 def test_a_real_video_rolls_out_and_its_states_lie_clear_of_the_walls(videos):
     """The first 20 frames of video 4 (the vine reaches its first wall): the rollout follows the length
-    schedule; the video states of frames 60 and 120 (beside walls) keep the tube radius from every wall."""
+    schedule and the video; the video states of frames 60 and 120 (beside walls) keep the tube radius from every
+    wall."""
     video = dataclasses.replace(videos[3], skeletons=videos[3].skeletons[:20], raw_lengths=videos[3].raw_lengths[:20],
                                 lengths=videos[3].lengths[:20])
     (result,) = vv.rollout_videos([video], link_count=10)
     lengths = [vv.polyline_length(b) for b in result.backbones]
     np.testing.assert_allclose(lengths, video.lengths, rtol=2e-3)
-    assert np.all(np.isfinite(vv.video_errors(result.backbones, video).shape))
+    # It follows the video, unfitted: its tip within half a tube diameter of the video's in every frame and its shape
+    # within a quarter (measured at most 26.9 and 9.9 mm of the 67 mm diameter; means 15.4 and 6.5 mm).
+    errors = vv.video_errors(result.backbones, video)
+    assert errors.tip.max() < 0.5 * errors.tube_diameter and errors.shape.max() < 0.25 * errors.tube_diameter, errors
     from softsnake.robots.vine.scene import obstacle_signed_distance
     for frame in (60, 120):
         pins, moved = vv.video_pins(videos[3], frame, 25)
