@@ -90,11 +90,6 @@ class NewtonCounts:
         (1 where none ran) [-]."""
         return np.where(self.substeps > 0, 1.0 - self.unconverged_ends / np.maximum(self.substeps, 1), 1.0)
 
-    @property
-    def mean_newton_steps(self):
-        """Per world, Newton steps per substep (0 where none ran) [-]."""
-        return self.newton_steps / np.maximum(self.substeps, 1)
-
     def summary(self, world_name="world", study="a convergence study"):
         """One line for a person: how the substeps ended, and where the answer is the budget's rather than the
         equations'; ``study`` names where a budget's answer is compared with a converged one."""

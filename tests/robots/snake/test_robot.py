@@ -70,6 +70,23 @@ def test_snake_layout_and_centre_of_mass(coarse):
     np.testing.assert_allclose(body_yaw(bodies[list(snake.module_bodies)]), heading, atol=1e-12)
 
 
+def test_snake_handle_ranges_cover_what_the_snake_added(coarse):
+    """A snake added after other items: its handle's ranges start where the builder stood and end where the snake
+    left it, and hold its counts (two chambers per link, a module and two wheels per module), so a scene of
+    other things beside the snake can find the snake's own particles, bodies and channels."""
+    builder = softsnake.ModelBuilder()
+    builder.add_particle((0.0, 0.0, 1.0), mass=0.1)
+    builder.add_body((2.0, 0.0, 0.5), mass=0.2, inertia=np.eye(3) * 1e-3)
+    builder.add_pressure_channel()
+    snake = add_snake(builder, coarse)
+    assert snake.particle_range == slice(1, builder.particle_count)
+    assert snake.body_range == slice(1, builder.body_count)
+    assert snake.channel_range == slice(1, builder.pressure_channel_count)
+    assert builder.pressure_channel_count - 1 == 2 * snake.link_count
+    assert builder.body_count - 1 == coarse.module_count + coarse.wheel_count == 3 * len(snake.module_bodies)
+    assert set(snake.module_bodies) | set(np.ravel(snake.wheel_bodies)) == set(range(1, builder.body_count))
+
+
 def test_link_curvature_from_cap_yaw():
     """Curvature is the caps' yaw difference over the link length, wrapped to (-pi, pi], and ignores
     pitch: caps at yaw 3.0 and -3.0 rad on a 0.1 m link differ by 2 pi - 6 rad."""
