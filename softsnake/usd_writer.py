@@ -6,7 +6,7 @@ Xforms (``/World/snake_003/link_1``) so a batch of robots laid side by side stay
 
 Files are never corrupt: the stage lives in ``<stem>.partial<ext>`` next to the final path while
 recording (saved every ``flush_every`` frames, so a killed process leaves a readable partial file
-up to the last flush) and is renamed onto the final path only when recording ends normally. The
+up to the last flush) and is written onto the final path only when recording ends normally. The
 file format follows the extension: ``.usda`` text, ``.usdc`` or ``.usd`` binary crate. A recording
 that was interrupted goes on in its partial file (``reopen_after``): a run continued from a saved
 state adds its scene again, which then finds the prims that are there, and writes the frames after it.
@@ -23,6 +23,7 @@ import numpy as np
 from pxr import Gf, Sdf, Tf, Usd, UsdGeom, Vt
 
 from .errors import ConfigError, UsageError
+from .output_files import replaced_when_complete
 from .validation import positive_integer, positive_number
 
 USD_EXTENSIONS = (".usda", ".usdc", ".usd")
@@ -221,12 +222,20 @@ class UsdRecorder:
         self._save()
 
     def close(self):
-        """Save the stage and atomically move it onto the final path; later calls do nothing."""
+        """Save the stage, write it afresh onto the final path (atomically) and remove the partial file; later calls do
+        nothing.
+
+        Written afresh (``Sdf.Layer.Export``), the final file's bytes follow from the recorded scene alone: a crate file
+        saved several times keeps the layout of its saves, so a recording interrupted and reopened (``reopen_after``)
+        would otherwise end in other bytes than one never interrupted, with the same samples."""
         if self.closed:
             return
         self._save()
+        with replaced_when_complete(self.path) as temporary:
+            if not self._layer.Export(str(temporary)):
+                raise UsageError(f"cannot write {self.path}")
         self._release()
-        os.replace(self.partial_path, self.path)
+        os.remove(self.partial_path)
 
     def _save(self):
         self._stage.SetEndTimeCode(self.last_time_code or 0.0)

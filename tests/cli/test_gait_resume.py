@@ -83,8 +83,8 @@ def test_other_options_are_refused_in_one_line(folders, capsys):
 
 
 def same_files(straight, resumed):
-    """The files of a straight and of a resumed run: CSV and GIF byte for byte, every USD time sample."""
-    for name in ("trajectories.csv", "gait.gif"):
+    """The files of a straight and of a resumed run: byte for byte, and every USD time sample the same."""
+    for name in ("trajectories.csv", "gait.gif", "gait.usdc"):
         assert (straight / name).read_bytes() == (resumed / name).read_bytes(), name
     (a, a_end), (b, b_end) = usd_samples(straight / "gait.usdc"), usd_samples(resumed / "gait.usdc")
     assert a_end == b_end == 12 and a.keys() == b.keys()
