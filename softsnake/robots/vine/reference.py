@@ -92,19 +92,22 @@ class WallFitReference:
 def reference_folder(folder=None):
     """The vine reference folder as a Path; ConfigError if it does not exist.
 
-    folder: explicit folder (str or Path); default: $SOFTSNAKE_REFERENCE/vine, else
-        ../shared/reference/vine relative to the repository root
+    folder: explicit folder (str or Path); default: $SOFTSNAKE_REFERENCE/vine, else ../shared/reference/vine beside
+        the repository root (a source checkout, or an editable install), else beside the current folder (a copy
+        installed with ``pip install .``, run from the repository root)
     """
     if folder is not None:
-        path = Path(folder)
+        candidates = [Path(folder)]
     elif os.environ.get(_ENVIRONMENT_VARIABLE):
-        path = Path(os.environ[_ENVIRONMENT_VARIABLE]) / "vine"
+        candidates = [Path(os.environ[_ENVIRONMENT_VARIABLE]) / "vine"]
     else:
-        path = REPOSITORY_ROOT.parent / "shared" / "reference" / "vine"
-    if not path.is_dir():
-        raise ConfigError(
-            f"vine reference folder not found: {path} (pass folder= or set {_ENVIRONMENT_VARIABLE})")
-    return path
+        beside = Path("..") / "shared" / "reference" / "vine"
+        candidates = [REPOSITORY_ROOT / beside, Path.cwd() / beside]
+    for path in candidates:
+        if path.is_dir():
+            return path if len(candidates) == 1 else path.resolve()
+    tried = " or ".join(str(path.resolve()) for path in dict.fromkeys(candidates))
+    raise ConfigError(f"vine reference folder not found: {tried} (pass folder= or set {_ENVIRONMENT_VARIABLE})")
 
 
 def reference_available(folder=None):

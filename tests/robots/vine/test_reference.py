@@ -198,6 +198,20 @@ def test_environment_variable_names_the_reference_root(tmp_path, monkeypatch):
         ref.load_jitosho_rollout(1)
 
 
+def test_an_installed_copy_finds_the_reference_beside_the_current_folder(tmp_path, monkeypatch):
+    """``pip install .`` puts the package in site-packages, where no ../shared lies beside it: the data are then
+    looked for beside the folder the command runs in (the repository root), and the error names both places."""
+    monkeypatch.delenv("SOFTSNAKE_REFERENCE", raising=False)
+    monkeypatch.setattr(ref, "REPOSITORY_ROOT", tmp_path / "site-packages")
+    repository = tmp_path / "checkout" / "main"
+    repository.mkdir(parents=True)
+    monkeypatch.chdir(repository)
+    with pytest.raises(ConfigError, match=r"not found: \S*/shared/reference/vine or \S*/checkout/shared/reference/vine "):
+        ref.reference_folder()
+    (tmp_path / "checkout" / "shared" / "reference" / "vine").mkdir(parents=True)
+    assert ref.reference_folder() == (tmp_path / "checkout" / "shared" / "reference" / "vine").resolve()
+
+
 @needs_data
 def test_unknown_data_set_lists_the_available_ones():
     with pytest.raises(ConfigError, match=r"available: 1, 2\)"):
