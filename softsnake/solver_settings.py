@@ -192,7 +192,7 @@ class SolverSettings:
             assembly, and, since the Newton loop's round-off floor then counts no rounding of the positions, the
             rest of the budget where a substep used to stop at that floor (the resting snake at 1/1920 s: 1.7 times
             the wall time). "auto" (the default) keeps them for substeps of at most
-            ``COMPENSATED_POSITIONS_MAX_STEP`` (1/600 s: from 8 substeps of the snake's 1/120 s frame), where
+            ``COMPENSATED_POSITIONS_MAX_STEP`` (1/600 s: from 5 substeps of the snake's 1/120 s frame), where
             float32's rounding shows; at longer substeps every result is bit for bit the float32 one, as with
             False. True or False force it.
 

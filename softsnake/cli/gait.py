@@ -109,7 +109,7 @@ def add_arguments(parser):
                              "on them too: experiments/results/snake.md, \"The gait against the time step\"")
     parser.add_argument("--compensated-positions", action=argparse.BooleanOptionalAction, default=None,
                         help="keep positions as float32 pairs, where float32 positions round the snake's velocities "
-                             "(default: from 8 substeps on, SolverSettings.compensated_positions's 'auto')")
+                             "(default: from 5 substeps on, substeps of 1/600 s and shorter: SolverSettings.compensated_positions's 'auto')")
     parser.add_argument("--resume", action="store_true",
                         help="go on with the interrupted run in --out DIR (its gait.resume.npz) and write the whole "
                              "run's files; give the interrupted run's options")

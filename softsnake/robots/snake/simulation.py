@@ -244,7 +244,7 @@ class SnakeSimulation:
     substeps, newton_iterations, linear_iterations: solver budget; None: the snake's (``SNAKE_BUDGET``
         over ``SolverSettings``; the paper ran 2, 4, 20)
     compensated_positions: ``SolverSettings.compensated_positions`` (True, False or "auto"; None: the engine's
-        "auto", which keeps positions as float32 pairs from 8 substeps per frame on)
+        "auto", which keeps positions as float32 pairs from 5 substeps per 1/120 s frame on: 1/600 s)
     first_snake: place of the first of these snakes in a longer row [-]: snake k stands at
         (first_snake + k) * spacing (a worker's share of a row, softsnake.robots.snake.workers)
 
