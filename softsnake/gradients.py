@@ -82,9 +82,6 @@ def tape_rows(solver, state, control, h, constraint_types=None):
 
 # ---------------------------------------------------------------------- rollout gradients
 
-CONTACT_ARRAYS = ("contact_active", "contact_anchor", "contact_normal", "contact_touch", "contact_start")
-"""The solver's arrays of a substep's detected contacts, which the rows act on."""
-
 CONTROL_ARRAYS = ("pressure", "joint_target", "prismatic_rate")
 """The Control's arrays, recorded per step (a controller may change them between steps)."""
 
@@ -201,8 +198,9 @@ class _StepEquations:
         # The equations' own arrays: the solver's row arrays and contacts, the positions at (u, lambda), G1, G2.
         self.rows = {name: wp.zeros_like(getattr(solver, name), requires_grad=True) for name in self.SOLVER_ARRAYS}
         self.rows["row_residual_scale"] = wp.zeros_like(solver.row_residual_scale, requires_grad=True)
-        self.contacts = {name: wp.zeros_like(getattr(solver, name), requires_grad=name != "contact_active")
-                         for name in (CONTACT_ARRAYS if m.contact_slot_count else ())}
+        # What the constraint types detect each substep (contacts' points, normals); int flags need no gradient.
+        self.detected = {name: wp.zeros_like(getattr(solver, name), requires_grad=getattr(solver, name).dtype != wp.int32)
+                         for ctype in solver.constraint_types for name in ctype.detected_arrays}
         self.x = {"particle_q": self.zeros(m.particle_count, wp.vec3), "body_q": self.zeros(m.body_count, wp.transform)}
         self.displacement = self.zeros(self.dofs, float)
         self.unused = wp.zeros_like(self.displacement, requires_grad=True)
@@ -277,7 +275,7 @@ class _StepEquations:
     def _solver_arrays(self):
         """The solver and the state read and write the equations' arrays within this block."""
         s, state = self.solver, self.state
-        swapped = {**self.rows, **self.contacts, "particle_q_prev": self.start["particle_q"],
+        swapped = {**self.rows, **self.detected, "particle_q_prev": self.start["particle_q"],
                    "body_q_prev": self.start["body_q"]}
         saved = {name: getattr(s, name) for name in swapped}
         saved_state = {name: getattr(state, name) for name in ("particle_q", "body_q", "multipliers")}
@@ -295,7 +293,7 @@ class _StepEquations:
         """G1 (per degree of freedom) and G2 (per row) at (u, lambda) (on the equations' tape), from arrays zeroed
         first (the residual scale: the solver's, ones where no contact row writes its own)."""
         s, m, d, state = self.solver, self.model, self.model.device, self.state
-        for array in (*self.rows.values(), *self.contacts.values(), *self.x.values(), self.displacement, self.unused,
+        for array in (*self.rows.values(), *self.detected.values(), *self.x.values(), self.displacement, self.unused,
                       self.J_d, self.JT_lam, self.G1, self.G2):
             array.zero_()
         with self._solver_arrays():

@@ -124,6 +124,10 @@ class ConstraintType(ItemKind):
     a sliding contact's friction row is the Fischer-Burmeister function divided by its d phi / d a, floored at
     1e-3 where the true slope is 0, and J (r - r_n) added to it moved the friction force by up to 0.5 % of itself
     a substep where the remainders are large (a particle 30 m out: 1e-6 m; convergence.md, "Contacts at small steps")."""
+    detected_arrays = ()
+    """The solver's arrays (attribute names) that a substep fills before its rows are assembled and this type's row
+    kernel reads: contacts' points and normals, detected once per substep. A gradient's tape of the rows holds copies
+    of its own (``softsnake.gradients``), refilled per recorded substep."""
     planar_axis = None
     """For joints (fields body_a, axis_a): in a planar model the axis must be the plane "normal", or lie
     "in_plane"; None for types without an axis."""

@@ -653,6 +653,7 @@ class ContactSlot(ConstraintType):
     built = False
     carries_multipliers = True
     reads_remainders = True  # Fischer-Burmeister rows: not J x at unit slope (ConstraintType.reads_remainders)
+    detected_arrays = ("contact_active", "contact_anchor", "contact_normal", "contact_touch", "contact_start")
     fields = (
         Field("entity", int, "", "the colliding particle i, or body b as particle_count + b"),
         Field("kind", int, "", "PointKind of the collision point"),
@@ -689,9 +690,8 @@ class ContactSlot(ConstraintType):
 
     def allocate(self, solver):
         n = solver.model.contact_slot_count
-        solver.contact_active = solver.zeros(n, int)
-        for name in ("contact_anchor", "contact_normal", "contact_touch", "contact_start"):
-            setattr(solver, name, solver.zeros(n, wp.vec3))
+        for name in self.detected_arrays:  # whether each slot touches (int), its points and normal (vec3)
+            setattr(solver, name, solver.zeros(n, int if name == "contact_active" else wp.vec3))
         solver.contact_start_depth = solver.zeros(n, float)
         """How deep each contact's point lay inside its obstacle at the substep's start [m] (negative: the gap)."""
         solver.contact_taken_speed = solver.zeros(n, float)
