@@ -56,6 +56,7 @@ import warp as wp
 from .constraints import CONTACT_SLOT
 from .errors import SimulationError
 from .kernels import adjoint, integration, jacobian_colours
+from .model import Control
 from .residuals import row_kinds
 from .validation import time_step
 
@@ -82,7 +83,7 @@ def tape_rows(solver, state, control, h, constraint_types=None):
 
 # ---------------------------------------------------------------------- rollout gradients
 
-CONTROL_ARRAYS = ("pressure", "joint_target", "prismatic_rate")
+CONTROL_ARRAYS = tuple(name for name, _ in Control.ARRAYS)
 """The Control's arrays, recorded per step (a controller may change them between steps)."""
 
 

@@ -12,12 +12,11 @@ import warp as wp
 
 from .errors import SimulationError
 from .kernels import checks
+from .model import Control
 
 INPUTS = (
     # (where the array is, its name, the model's item kind: <kind>_count and <kind>_world)
-    ("control", "pressure", "pressure_channel"),
-    ("control", "joint_target", "spring"),
-    ("control", "prismatic_rate", "prismatic"),
+    *(("control", name, kind) for name, kind in Control.ARRAYS),
     ("state", "particle_f", "particle"),
     ("state", "body_f", "body"),
 )

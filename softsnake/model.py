@@ -112,6 +112,10 @@ class State:
 class Control:
     """Actuation inputs, per world, flat."""
 
+    ARRAYS = (("pressure", "pressure_channel"), ("joint_target", "spring"), ("prismatic_rate", "prismatic"))
+    """Every input array: (its name, the model's item kind it holds one value per: ``<kind>_count``, ``<kind>_world``).
+    The solver's checks, its recordings and the gradients read the Control through this list."""
+
     def __init__(self, model):
         self.pressure: wp.array = wp.zeros(max(model.pressure_channel_count, 1), dtype=float, device=model.device)
         """Chamber pressure of every pressure channel [Pa], float, shape (pressure_channel_count,)

@@ -36,6 +36,7 @@ from .errors import ConfigError, SimulationError
 from .input_checks import InputCheck, step_span
 from .kernels import checks, multipliers
 from .linear_solve import matrix_free_transpose, solve_commands, stored_transpose
+from .model import Control
 from .newton_counts import ROUND_OFF_MARGIN, NewtonCounts
 from .solver_settings import SolverSettings
 from .validation import time_step
@@ -531,8 +532,7 @@ class Solver:
     def _keyed_arrays(state, control):
         return (state.particle_q, state.particle_qd, state.particle_f, state.body_q, state.body_qd, state.body_f,
                 state.multipliers, state.multiplier_pressure, state.particle_q_low, state.body_q_low,
-                state.particle_qd_low, state.body_qd_low, control.pressure,
-                control.joint_target, control.prismatic_rate)
+                state.particle_qd_low, state.body_qd_low, *(getattr(control, name) for name, _ in Control.ARRAYS))
 
     def _recording_key_of(self, state, control, h):
         """What the recorded launches depend on: the substep length, the settings, the gravity and the arrays."""
@@ -646,8 +646,7 @@ class Solver:
             return
         m = self.model
         expected = {"particle_q": m.particle_count, "body_q": m.body_count, "multipliers": m.row_count,
-                    "pressure": m.pressure_channel_count, "joint_target": m.spring_count,
-                    "prismatic_rate": m.prismatic_count}
+                    **{name: getattr(m, f"{kind}_count") for name, kind in Control.ARRAYS}}
         if obj is None or not (hasattr(obj, "particle_q") or hasattr(obj, "pressure")):
             raise ConfigError(f"{name} must be a State or Control of this solver's model, got {type(obj).__name__}")
         for field, count in expected.items():
