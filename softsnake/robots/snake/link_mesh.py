@@ -30,7 +30,8 @@ meshio format that holds ``tetra`` cells: .vtu, .msh, ...) and a sidecar ``link.
 with the integer arrays ``vertex_section`` (n,), ``chamber_limit``, ``perimeter``, ``inextensible``,
 ``actuation_0``, ``actuation_1`` (each (p, 2)), ``end_particles_first`` and ``end_particles_last``.
 Rest lengths and surface triangles are not stored: they follow from the points and tetrahedra.
-Users may supply their own mesh in this form; ``load_link_mesh`` validates it.
+Users may supply their own mesh in this form: ``load_link_mesh`` validates it, and
+``robot.add_snake(..., link_mesh=...)`` (or ``add_link_stand``) builds every link of it.
 """
 
 import zipfile

@@ -124,15 +124,25 @@ def _rotate_z(angle):
     return quat_from_axis_angle((0.0, 0.0, 1.0), angle)
 
 
-def _begin(builder, config, resolution, heading):
-    """What the snake and the stand builders start from: the ``ResolutionConfig``, its link mesh,
-    the builder's (particle, body, channel) counts so far, and the heading as a quaternion and as a
-    rotation matrix."""
+LINK_MESH_LENGTH_TOLERANCE = 1e-6
+"""How far a given link mesh's extent along its axis may differ from the configured link length [m]."""
+
+
+def _begin(builder, config, resolution, heading, link_mesh=None):
+    """What the snake and the stand builders start from: the ``ResolutionConfig``, its link mesh (``link_mesh``, checked
+    against the config's link length, or the one the config describes), the builder's (particle, body, channel)
+    counts so far, and the heading as a quaternion and as a rotation matrix."""
     resolution = config.resolution(resolution)
     heading_rotation = _rotate_z(heading)
     starts = (builder.particle_count, builder.body_count, builder.pressure_channel_count)
-    return (resolution, build_link_mesh(config.link, resolution), starts, heading_rotation,
-            quat_to_matrix(heading_rotation))
+    if link_mesh is None:
+        link_mesh = build_link_mesh(config.link, resolution)
+    else:
+        x = np.asarray(link_mesh.vertices)[:, 0]
+        if abs(x.min()) > LINK_MESH_LENGTH_TOLERANCE or abs(x.max() - config.link.length) > LINK_MESH_LENGTH_TOLERANCE:
+            raise ConfigError(f"the link mesh spans x = {x.min():.6g} .. {x.max():.6g} m, the configured link "
+                              f"0 .. {config.link.length:.6g} m (the caps sit at its two ends)")
+    return resolution, link_mesh, starts, heading_rotation, quat_to_matrix(heading_rotation)
 
 
 def _ranges(builder, starts):
@@ -239,15 +249,18 @@ def module_height(config):
 
 
 def add_snake(builder, config, resolution=None, *, position=(0.0, 0.0, 0.0), heading=0.0,
-              link_collide=LINK_COLLIDE_DEFAULT):
+              link_collide=LINK_COLLIDE_DEFAULT, link_mesh=None):
     """Add a whole snake standing on its wheels, straight, at rest.
 
     builder: the ModelBuilder (one world)
     config: the ``SnakeConfig``
-    resolution: link mesh resolution name (None: the one chosen when the config was loaded)
+    resolution: link mesh resolution name (None: the one chosen when the config was loaded); its
+        ``element_modulus_factor`` scales the elements' modulus, of a given ``link_mesh`` too
     position: the ground point below the middle of the snake [m] (its z is the ground height)
     heading: direction of the head from the middle, angle from +x about +z [rad]
     link_collide: contact of the link particles, see ``add_soft_link``
+    link_mesh: a ``LinkMesh`` for every link (your own, read by ``link_mesh.load_link_mesh``), spanning x = 0 .. the
+        config's link length; None: the mesh the config and resolution describe (TetGen)
     Returns a ``SnakeHandle``.
     """
     position = np.asarray(position, dtype=np.float64)
@@ -255,7 +268,7 @@ def add_snake(builder, config, resolution=None, *, position=(0.0, 0.0, 0.0), hea
         raise ConfigError(f"snake position must be 3 finite numbers [m], got {position.tolist()}")
     if not math.isfinite(heading):
         raise ConfigError(f"snake heading must be finite [rad], got {heading}")
-    resolution, mesh, starts, heading_rotation, R = _begin(builder, config, resolution, heading)
+    resolution, mesh, starts, heading_rotation, R = _begin(builder, config, resolution, heading, link_mesh)
     height = module_height(config)
     pitch = config.cap.length + config.link.length
     front_x = 0.5 * snake_length(config) - 0.5 * config.cap.length
@@ -351,16 +364,17 @@ def link_curvature(body_q, cap_bodies, link_lengths):
 
 
 def add_link_stand(builder, config, resolution=None, *, position=(0.0, 0.0, 0.0), heading=0.0,
-                   fixed="rear"):
+                   fixed="rear", link_mesh=None):
     """Add one link between two caps as on a test stand: one cap held fixed, the other free.
 
     position: the centre of the link [m]; heading: direction of the front cap [rad]
     fixed: which cap is held, "rear" or "front" (the other hangs free in the air, no ground)
+    link_mesh: the link's ``LinkMesh`` (see ``add_snake``); None: the config's
     Returns a ``SnakeHandle`` with one link, two module bodies (front, rear) and no wheels.
     """
     if fixed not in ("rear", "front"):
         raise ConfigError(f"fixed cap must be 'rear' or 'front', got {fixed!r}")
-    resolution, mesh, starts, heading_rotation, R = _begin(builder, config, resolution, heading)
+    resolution, mesh, starts, heading_rotation, R = _begin(builder, config, resolution, heading, link_mesh)
     position = np.asarray(position, dtype=np.float64)
     cap = config.cap
     half = np.array([cap.length, cap.width, cap.height]) * 0.5

@@ -339,3 +339,27 @@ def test_user_mesh_may_leave_constraint_sets_empty(tmp_path, meshes):
 def test_load_refuses_bad_sidecar_arrays(tmp_path, meshes, key, value, problem):
     with pytest.raises(ModelError, match=problem):
         load_link_mesh(write_mesh(tmp_path, meshes["coarse"], **{key: value}))
+
+
+def test_a_snake_of_a_users_link_mesh(tmp_path, config, meshes):
+    """A link mesh read from files (``load_link_mesh``) builds a snake (``add_snake(link_mesh=...)``): the shipped
+    coarse mesh saved and read back gives the snake the config builds, particle for particle and row for row; a mesh
+    that does not span the configured link length (stretched by 10 % along its axis) is refused in one line."""
+    import dataclasses
+
+    import softsnake
+    from softsnake.robots.snake.robot import add_snake
+
+    path = tmp_path / "my_link.vtu"
+    save_link_mesh(meshes["coarse"], path)
+    built, read = softsnake.ModelBuilder(), softsnake.ModelBuilder()
+    add_snake(built, config, "coarse")
+    add_snake(read, config, "coarse", link_mesh=load_link_mesh(path))
+    a, b = built.finalize("cpu"), read.finalize("cpu")
+    assert a.particle_count == b.particle_count and a.row_count == b.row_count
+    assert np.array_equal(a.particle_q.numpy(), b.particle_q.numpy())
+    assert np.array_equal(a.distance_rest_length.numpy(), b.distance_rest_length.numpy())
+    assert np.array_equal(a.tet_particles.numpy(), b.tet_particles.numpy())
+    stretched = dataclasses.replace(meshes["coarse"], vertices=meshes["coarse"].vertices * [1.1, 1.0, 1.0])
+    with pytest.raises(ConfigError, match="the link mesh spans x = 0 .. 0.1.* m, the configured link 0 .. 0.1"):
+        add_snake(softsnake.ModelBuilder(), config, "coarse", link_mesh=stretched)
