@@ -41,7 +41,7 @@ COLUMNS = ("iteration", "factor", "curvature_minus8_per_m", "curvature_plus8_per
            "dcurvature_dfactor_minus8", "dcurvature_dfactor_plus8", "central_difference_minus8",
            "central_difference_plus8", "rollout_seconds", "gradient_seconds")
 PRESSURES_PSI = (-8.0, 8.0)
-PAPER_CURVATURE_AT_8_PSI = (-7.448, 7.450)
+PAPER_MESH_CURVATURE_AT_8_PSI = (-7.448, 7.450)
 """The paper-mesh stand link at -8 / +8 psi, converged [1/m] (tests/robots/snake/test_calibration.py)."""
 H = 1.0 / 120.0
 """Step [s]: one substep of the snake's 1/60 s frame."""
@@ -105,7 +105,7 @@ def main(argv=None):
     parser.add_argument("--iterations", type=int, default=3, help="Newton iterations on log(factor) (default: 3)")
     parser.add_argument("--seconds", type=float, default=2.0, help="simulated time of each rollout [s] (default: 2)")
     parser.add_argument("--start", type=float, default=1.0, help="the factor to start from (default: 1)")
-    parser.add_argument("--target", default=",".join(f"{k:g}" for k in PAPER_CURVATURE_AT_8_PSI),
+    parser.add_argument("--target", default=",".join(f"{k:g}" for k in PAPER_MESH_CURVATURE_AT_8_PSI),
                         help="curvatures to reach at -8 and +8 psi [1/m] (default: the paper mesh's)")
     args = parser.parse_args(argv)
     target = np.array([float(v) for v in args.target.split(",")])

@@ -13,7 +13,7 @@ import pytest
 from softsnake.robots.snake.curvature import simulate_curvature
 from softsnake.units import psi_to_pa
 
-PAPER_CURVATURE_AT_8_PSI = (-7.448, 7.450)
+PAPER_MESH_CURVATURE_AT_8_PSI = (-7.448, 7.450)
 """Steady curvature of the paper-mesh stand link at -8 psi (left chamber) and +8 psi (right) [1/m],
 converged: 16 x 200 Newton x linear iterations (8 x 40, ``STAND_BUDGET``, gives -7.449 / 7.450),
 ``python experiments/convergence.py --resolution paper --skip-block --skip-snake --skip-vine``
@@ -29,7 +29,7 @@ def test_coarse_link_bends_per_psi_as_the_paper_mesh():
     """At ``STAND_BUDGET`` (converged for the stand: 0.02 % from 32 x 400): measured -7.447 / 7.502 1/m,
     0.01 % / 0.7 % from the paper mesh."""
     sweep = simulate_curvature(psi_to_pa(np.array([-8.0, 8.0])), resolution="coarse", progress=False)
-    for coarse, paper in zip(sweep.curvature, PAPER_CURVATURE_AT_8_PSI):
+    for coarse, paper in zip(sweep.curvature, PAPER_MESH_CURVATURE_AT_8_PSI):
         assert coarse == pytest.approx(paper, rel=TOLERANCE)
     # Settled: the last quarter second moved the curvature by far less than the tolerance.
     assert np.max(np.abs(sweep.residual)) < 0.01 * np.max(np.abs(sweep.curvature))
@@ -43,4 +43,4 @@ def test_paper_link_rests_at_its_converged_curvature_at_a_short_budget():
     (convergence.md, "The elastic warm start as the default")."""
     sweep = simulate_curvature(psi_to_pa(np.array([8.0])), resolution="paper", progress=False,
                                solver_options={"newton_iterations": 4, "linear_iterations": 100})
-    assert sweep.curvature[0] == pytest.approx(PAPER_CURVATURE_AT_8_PSI[1], rel=0.003)
+    assert sweep.curvature[0] == pytest.approx(PAPER_MESH_CURVATURE_AT_8_PSI[1], rel=0.003)
