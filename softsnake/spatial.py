@@ -86,14 +86,13 @@ def capsule_volume(radius, half_height):
     return math.pi * radius * radius * (2.0 * half_height + 4.0 / 3.0 * radius)
 
 
-def capsule_inertia(density, radius, half_height):
-    """Solid capsule about its centre, axis local z [kg m^2]: the cylinder's inertia plus the two half-spheres'.
-    A half-sphere of mass m_h has 2/5 m_h r^2 about any axis through its flat face's centre and its centroid
-    3 r / 8 from that face; moved by the parallel-axis theorem to the capsule's centre, a distance
-    half_height + 3 r / 8 away, the two together (mass m_s, a whole sphere's) give m_s (2/5 r^2 + h^2 + 3 h r / 4)
-    about a transverse axis and 2/5 m_s r^2 about z."""
+def capsule_inertia(mass, radius, half_height):
+    """Solid capsule of ``mass`` about its centre, axis local z [kg m^2]: the cylinder's inertia plus the two
+    half-spheres', the mass shared by volume. A half-sphere of mass m_h has 2/5 m_h r^2 about any axis through its flat
+    face's centre and its centroid 3 r / 8 from that face; moved by the parallel-axis theorem to the capsule's centre,
+    a distance half_height + 3 r / 8 away, the two together (mass m_s, a whole sphere's) give
+    m_s (2/5 r^2 + h^2 + 3 h r / 4) about a transverse axis and 2/5 m_s r^2 about z."""
     r, h = radius, half_height
-    cylinder_mass = density * math.pi * r * r * 2.0 * h
-    spheres_mass = density * 4.0 / 3.0 * math.pi * r ** 3
+    spheres_mass = mass * (4.0 / 3.0 * r) / (2.0 * h + 4.0 / 3.0 * r)
     ends = spheres_mass * np.diag([0.4 * r * r + h * h + 0.75 * h * r] * 2 + [0.4 * r * r])
-    return cylinder_inertia(cylinder_mass, r, h) + ends
+    return cylinder_inertia(mass - spheres_mass, r, h) + ends

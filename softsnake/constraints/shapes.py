@@ -299,8 +299,8 @@ class ShapeBuilder:
         what = self.shape_label(ShapeKind.CAPSULE)
         r = length_value(radius, f"{what} radius")
         hh = length_value(half_height, f"{what} half_height")
-        return self.add_shape(body, ShapeKind.CAPSULE, position, rotation, (r, hh, 0), density, mu,
-                              capsule_volume(r, hh), capsule_inertia(1.0, r, hh))
+        vol = capsule_volume(r, hh)
+        return self.add_shape(body, ShapeKind.CAPSULE, position, rotation, (r, hh, 0), density, mu, vol, capsule_inertia(vol, r, hh))
 
     def add_shape_cylinder(self, body, radius, half_height, *, position=(0, 0, 0), rotation=(0, 0, 0, 1), density=0.0, mu=None):
         """Cylinder along the shape's local z: the lowest rim point of each cap collides, or for a
