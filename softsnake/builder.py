@@ -161,7 +161,7 @@ class ModelBuilder(BuilderTables, *BUILDER_METHODS):
             "q": (checked_position(position, f"{what} position"), unit_quaternion(rotation, f"{what} rotation")),
             "qd": (vector(velocity, 3, f"{what} velocity"), vector(angular_velocity, 3, f"{what} angular_velocity")),
             "mass": inverse_representable(non_negative_value(mass, f"{what} mass"), f"{what} mass"), "inertia": I,
-            "kinematic": bool(kinematic)})
+            "mass_moment": np.zeros(3), "kinematic": bool(kinematic)})
 
     def add_pressure_channel(self):
         """A chamber pressure input (``Control.pressure[channel]`` [Pa]); returns the channel index."""

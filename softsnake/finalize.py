@@ -21,6 +21,10 @@ from .spatial import quat_to_matrix
 from .validation import FLOAT32_TINY, INVERSE_LIMIT, inverse_representable
 
 PLANAR_TOLERANCE = 1e-6
+
+CENTRE_OF_MASS_TOLERANCE = 1e-6
+"""How far [m] the centre of the mass a body's shapes added may lie from the body's origin, which the engine takes
+as the body's centre of mass (gravity acts there, and the body turns about it)."""
 """Largest out-of-plane component of a unit joint axis in a planar model [-]."""
 
 
@@ -49,6 +53,15 @@ def check_bodies(builder):
         return
     mass = np.asarray(builder.body_mass, dtype=np.float64)[dynamic]
     inertia = np.asarray(builder.body_inertia, dtype=np.float64).reshape(-1, 3, 3)[dynamic]
+    # The shapes' mass centred on the origin: a shape off it adds its mass there, not where the shape is.
+    offset = np.asarray(builder.body_mass_moment, dtype=np.float64).reshape(-1, 3)[dynamic] / \
+        np.where(mass > 0.0, mass, 1.0)[:, None]
+    off_centre = np.linalg.norm(offset, axis=1) > CENTRE_OF_MASS_TOLERANCE
+    if off_centre.any():
+        k = int(np.argmax(off_centre))
+        raise ModelError(f"body {int(dynamic[k])}: its shapes' mass is centred at {np.round(offset[k], 9).tolist()} m "
+                         f"in its frame, not at its origin, which the engine takes as its centre of mass: place the body "
+                         f"there (add_body's position) and its shapes around it")
     transposed = inertia.transpose(0, 2, 1)
     moments = np.linalg.eigvalsh(0.5 * (inertia + transposed))
     scale = 1e-12 * np.maximum(1.0, np.abs(inertia).max(axis=(1, 2)))

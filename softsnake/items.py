@@ -21,6 +21,8 @@ BODY = ItemKind("body", (
     Field("qd", wp.spatial_vector, "m/s", "initial velocity: (linear [m/s], angular [rad/s]), world frame"),
     Field("mass", float, "kg", "mass (accumulated from shapes with a density)"),
     Field("inertia", wp.mat33, "kg m^2", "inertia about the centre of mass, body frame"),
+    Field("mass_moment", wp.vec3, "kg m", "first moment about the origin of the mass its shapes added, body frame "
+          "(zero where the origin is their centre of mass, as the engine takes it: ``finalize.check_bodies``)"),
     Field("kinematic", bool, "", "whether the body ignores forces (infinite mass)"),
 ))
 

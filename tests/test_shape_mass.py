@@ -5,7 +5,8 @@ sphere, a box and a cylinder by their closed forms, and a capsule (the one shape
 integrating its discs along the axis numerically (``scipy.integrate.quad``), a derivation independent of the
 engine's. The model holds them in float32, so they agree to its rounding (relative 1e-6). Until the thirty-ninth
 session a capsule's density gave only its cylinder's mass (at 1000 kg/m^3, 0.1257 kg against the capsule's 0.1592, 21 %
-light) and inertia.
+light) and inertia. Shapes with a density off the body's origin, which the engine takes as its centre of mass, are
+refused unless balanced about it.
 """
 
 import math
@@ -82,3 +83,26 @@ def test_capsule_is_a_cylinder_and_a_sphere():
     sphere_mass = DENSITY * 4.0 / 3.0 * math.pi * RADIUS ** 3
     assert expected("capsule")[0] == pytest.approx(cylinder_mass + sphere_mass, rel=1e-10)
     assert (cylinder_mass + sphere_mass) / DENSITY * 1000.0 == pytest.approx(0.1592, abs=1e-4)
+
+
+def test_shapes_off_the_bodys_centre_of_mass_are_refused():
+    """The engine takes a body's origin as its centre of mass (gravity acts there; it turns about it): a shape with a
+    density off the origin, unbalanced, would put its mass where it is not, so finalize refuses it in one line naming
+    where the shapes' mass is centred. Balanced about the origin (a dumbbell) it is a body, whose inertia takes each
+    sphere's own and the parallel-axis term m d^2."""
+    import softsnake
+
+    b = softsnake.ModelBuilder()
+    body = b.add_body((0.0, 0.0, 1.0))
+    b.add_shape_sphere(body, RADIUS, position=(0.3, 0.0, 0.0), density=DENSITY)
+    with pytest.raises(softsnake.ModelError, match=r"body 0: its shapes' mass is centred at \[0.3, 0.0, 0.0\] m"):
+        b.finalize("cpu")
+    b = softsnake.ModelBuilder()
+    body = b.add_body((0.0, 0.0, 1.0))
+    for x in (0.3, -0.3):
+        b.add_shape_sphere(body, RADIUS, position=(x, 0.0, 0.0), density=DENSITY)
+    model = b.finalize("cpu")
+    sphere_mass, sphere_inertia = expected("sphere")
+    inertia = model.body_inertia.numpy()[0]
+    assert inertia[1, 1] == pytest.approx(2.0 * (sphere_inertia[1, 1] + sphere_mass * 0.09), rel=1e-6)
+    assert inertia[0, 0] == pytest.approx(2.0 * sphere_inertia[0, 0], rel=1e-6)

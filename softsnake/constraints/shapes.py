@@ -257,19 +257,19 @@ class ShapeBuilder:
         density = non_negative_value(density, f"{what} density")
         if mu is not None:
             mu = non_negative_value(mu, f"{what} mu")
-        body_mass, body_inertia = self.body_mass[body], self.body_inertia[body]
+        body_mass, body_inertia, body_moment = self.body_mass[body], self.body_inertia[body], self.body_mass_moment[body]
         if density > 0.0:
             m = mass * density
             R = quat_to_matrix(rot)
             I = R @ (inertia_local * density) @ R.T + m * (np.dot(pos, pos) * np.eye(3) - np.outer(pos, pos))
-            body_mass, body_inertia = body_mass + m, body_inertia + I
+            body_mass, body_inertia, body_moment = body_mass + m, body_inertia + I, body_moment + m * pos
             vector([body_mass], 1, f"{what}: body {body} mass with the shape's")
             vector(np.ravel(body_inertia), 9, f"{what}: body {body} inertia with the shape's")
         index = self.append_item(SHAPE, {
             "body": body, "kind": int(kind), "pos": pos, "rot": rot, "size": np.asarray(size, dtype=np.float64),
             "mu": math.inf if mu is None else mu}, world=self.body_world[body])
         # The body's mass changes only once the shape is in: a rejected shape leaves the body as it was.
-        self.body_mass[body], self.body_inertia[body] = body_mass, body_inertia
+        self.body_mass[body], self.body_inertia[body], self.body_mass_moment[body] = body_mass, body_inertia, body_moment
         return index
 
     def shape_label(self, kind):
