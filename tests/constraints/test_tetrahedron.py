@@ -118,6 +118,42 @@ def test_tet_stiffness_matches_linear_fem(device, poisson):
     assert np.abs(R - Q).max() < 1e-6
 
 
+@pytest.mark.parametrize("beta", [0.0, 6e-3])
+def test_tet_vibrates_and_damps_as_linear_fem(device, beta):
+    """One tetrahedron (Y = 2e5 Pa, nu = 0.3, 1000 kg/m^3) with three corners clamped and the fourth displaced by
+    0.1 mm, no gravity: that corner follows implicit Euler on m x'' = -K x - beta K x' (K its 3 x 3 block of the
+    textbook V B^T D B, m its lumped quarter of the mass, ``add_soft_mesh(damping=beta)``: the force beta K v), every
+    one of 60 steps of 1/240 s within 1 % of the displacement (measured 0.13 % undamped, 0.22 % damped; strain 1e-3,
+    where corotation departs from linear FEM by about that). At beta = 6e-3 s its modes (omega 70-131 rad/s) are damped at
+    zeta = beta omega / 2 of 0.21-0.39: damping is not ignored."""
+    vertices = np.array([[0.0, 0.0, 0.0], [0.125, 0.0, 0.0], [0.0625, 0.125, 0.0], [0.03125, 0.0625, 0.25]])
+    youngs, poisson, density, h = 2.0e5, 0.3, 1000.0, 1.0 / 240.0
+    b = softsnake.ModelBuilder(gravity=(0.0, 0.0, 0.0))
+    first = b.add_soft_mesh(vertices, np.array([[0, 1, 2, 3]]), density, youngs, poisson, damping=beta)
+    clamp(b, first, vertices, np.array([True, True, True, False]))
+    model = b.finalize(device)
+    solver, state, control = softsnake.Solver(model, substeps=1), model.state(), model.control()
+    start = np.array([3e-5, -5e-5, 8e-5])
+    q = state.particle_q.numpy()
+    q[first + 3] += start
+    state.particle_q.assign(q)
+    K = textbook_stiffness(vertices, youngs, poisson)[9:, 9:]
+    mass = density * np.linalg.det((vertices[1:] - vertices[0]).T) / 6.0 / 4.0
+    x, v, expected, moved = start.copy(), np.zeros(3), [], []
+    step = np.linalg.inv(mass / h * np.eye(3) + h * K + beta * K)
+    for _ in range(60):
+        v = step @ (mass / h * v - K @ x)
+        x = x + h * v
+        expected.append(x)
+        solver.step(state, state, control, h)
+        moved.append(state.particle_q.numpy()[first + 3].astype(np.float64) - vertices[3])
+    error = np.abs(np.array(moved) - np.array(expected)).max() / np.abs(start).max()
+    assert error < 1e-2, error
+    omega = np.sqrt(np.linalg.eigvalsh(K) / mass)
+    if beta:
+        assert np.all(0.2 <= 0.5 * beta * omega) and np.all(0.5 * beta * omega <= 0.4), 0.5 * beta * omega
+
+
 # ---------------------------------------------------------------------------- 2. bar
 
 
