@@ -39,7 +39,6 @@ import numpy as np
 from softsnake.animation import FRAMES_MAX
 from softsnake.errors import ConfigError, SimulationError, UsageError
 from softsnake.robots.actuation import SUPPLY_PRESSURE_DEFAULT
-from softsnake.robots.snake.config import load_snake_config
 from softsnake.robots.snake.gait import GaitParams
 from softsnake.robots.snake.plots import plot_trajectories
 from softsnake.robots.snake.simulation import SNAKE_BUDGET, SnakeSimulation, estimate_run
@@ -187,9 +186,9 @@ def pictured_snakes(args):
     return args.snakes if args.pictured_snakes == 0 else min(args.pictured_snakes, args.snakes)
 
 
-def _check_size(args, budget):
+def _check_size(args, budget, config):
     """UsageError unless the run fits this machine's memory and a week of wall time at ``budget`` (``parse_budget``
-    with ``substeps``)."""
+    with ``substeps``) with the snakes of ``config`` (``--config``: its mesh sizes the pictures)."""
     frames, record_bytes, wall = estimate_run(args.snakes, args.seconds, resolution=args.resolution,
                                               device=args.device)
     if wall is not None:
@@ -197,10 +196,6 @@ def _check_size(args, budget):
         wall *= (budget["newton_iterations"] * budget["linear_iterations"] * budget["substeps"]
                  / (SNAKE_BUDGET["newton_iterations"] * SNAKE_BUDGET["linear_iterations"] * SolverSettings().substeps))
         wall /= parallel_speedup(args, args.snakes)
-    try:
-        config = load_snake_config(resolution=args.resolution)
-    except ConfigError as exc:
-        raise UsageError(str(exc)) from None
     section = config.resolution()
     particles = config.link_count * section.section_count * (section.outer_ring_points + 2 * section.chamber_ring_points)
     pictures = min(frames + 1, FRAMES_MAX + 1) * pictured_snakes(args) * particles * 12 if args.video else 0
@@ -253,7 +248,7 @@ def run(args):
     gait = gait_from_args(args)
     config = snake_config(args)
     check_device(args.device, getattr(args, "verbose", False))
-    frames, wall_estimate = _check_size(args, budget)
+    frames, wall_estimate = _check_size(args, budget, config)
     settings = gait_resume.run_settings(args, gait, budget, config)
     resume = None
     if args.resume:

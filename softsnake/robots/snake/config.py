@@ -243,11 +243,12 @@ class SnakeConfig:
         non_negative("stiff_compliance", self.stiff_compliance)
         non_negative("damping_time", self.damping_time)
         self.link.resolution(self.resolution_name)
-        if min(self.cap.width, self.cap.height) < self.link.outer_diameter:
-            raise ConfigError(
-                f"cap.width: the module ({self.cap.width} x {self.cap.height} m) must cover the link "
-                f"end (diameter {self.link.outer_diameter} m)"
-            )
+        for key in ("width", "height"):
+            if getattr(self.cap, key) < self.link.outer_diameter:
+                raise ConfigError(
+                    f"cap.{key}: the module ({self.cap.width} x {self.cap.height} m) must cover the link "
+                    f"end (diameter {self.link.outer_diameter} m)"
+                )
         mount_x, mount_y, mount_z = self.wheel.mount_offset
         if abs(mount_x) > 0.5 * self.cap.length:
             raise ConfigError(f"wheel.mount_offset: axle x = {mount_x} m lies beyond the module")

@@ -428,6 +428,8 @@ def scene_from_dict(data, *, source="<dict>", default_name="scene"):
     name = _string("name", data.get("name", default_name))
     description = _string("description", data.get("description", ""))
     vine = _dataclass_from_table(VineParams, _table(data, "vine"), "vine.")
+    if vine.stiffness_model == "linear" and vine.stiffness == 0.0:  # a VineParams of Python's may take a moment curve
+        raise ConfigError("vine.stiffness: the linear stiffness model needs a positive stiffness, got 0")
     sim = _dataclass_from_table(SimParams, _table(data, "sim"), "sim.")
     obstacle_list = data.get("obstacles", [])
     if not isinstance(obstacle_list, list):

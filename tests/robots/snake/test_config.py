@@ -99,6 +99,7 @@ BAD_VALUES = [
     ("cap", "mass", "0", "cap.mass"),
     ("cap", "width", "0.02", "cap.width"),
     ("cap", "height", '"tall"', "cap.height"),
+    ("cap", "height", "0.03", "cap.height: the module"),
     ("wheel", "radius", "0.01", "wheel.radius"),
     ("wheel", "mount_offset", "[0.0, 0.0, 0.0]", "wheel.mount_offset"),
     ("wheel", "mount_offset", "[0.0, 0.032]", "wheel.mount_offset"),

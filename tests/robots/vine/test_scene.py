@@ -105,6 +105,7 @@ BAD_SCENES = [
     ("[sim]\ndt = -0.01\n", "sim.dt: must be positive"),
     ("[vine]\nbody_mass = -0.002\n", "vine.body_mass: must be positive"),
     ("[vine]\nstiffness = -0.03\n", "vine.stiffness: must not be negative"),
+    ("[vine]\nstiffness = 0.0\n", "vine.stiffness: the linear stiffness model needs a positive stiffness"),
     ("[vine]\nlength = nan\n", "vine.length: must be finite"),
     ("[vine]\nheading = inf\n", "vine.heading: must be finite"),
     ("[vine]\nlength = \"long\"\n", "vine.length: expected a number"),
