@@ -196,7 +196,7 @@ def test_a_hinged_body_swings_at_small_substeps(substeps):
     bar = b.add_body(pivot + quat_to_matrix(rotation) @ np.array([half[0], 0.0, 0.0]), rotation, mass=mass,
                      inertia=box_inertia(mass, half))
     b.add_hinge(-1, bar, anchor=pivot, axis=(0.0, 1.0, 0.0))
-    model = b.finalize("cpu")
+    model = b.finalize()
     solver, state, control = softsnake.Solver(model, substeps=substeps), model.state(), model.control()
     for _ in range(round(0.26 * 240)):
         solver.step(state, state, control, 1.0 / 240.0)

@@ -71,7 +71,7 @@ def test_shape_density_gives_the_solids_mass_and_inertia(shape):
         b.add_shape_cylinder(body, RADIUS, HALF_HEIGHT, density=DENSITY)
     else:
         b.add_shape_capsule(body, RADIUS, HALF_HEIGHT, density=DENSITY)
-    model = b.finalize("cpu")
+    model = b.finalize()
     mass, inertia = expected(shape)
     assert 1.0 / float(model.body_inv_mass.numpy()[0]) == pytest.approx(mass, rel=1e-6)
     np.testing.assert_allclose(model.body_inertia.numpy()[0], inertia, rtol=1e-6, atol=1e-6 * np.abs(inertia).max())
@@ -96,12 +96,12 @@ def test_shapes_off_the_bodys_centre_of_mass_are_refused():
     body = b.add_body((0.0, 0.0, 1.0))
     b.add_shape_sphere(body, RADIUS, position=(0.3, 0.0, 0.0), density=DENSITY)
     with pytest.raises(softsnake.ModelError, match=r"body 0: its shapes' mass is centred at \[0.3, 0.0, 0.0\] m"):
-        b.finalize("cpu")
+        b.finalize()
     b = softsnake.ModelBuilder()
     body = b.add_body((0.0, 0.0, 1.0))
     for x in (0.3, -0.3):
         b.add_shape_sphere(body, RADIUS, position=(x, 0.0, 0.0), density=DENSITY)
-    model = b.finalize("cpu")
+    model = b.finalize()
     sphere_mass, sphere_inertia = expected("sphere")
     inertia = model.body_inertia.numpy()[0]
     assert inertia[1, 1] == pytest.approx(2.0 * (sphere_inertia[1, 1] + sphere_mass * 0.09), rel=1e-6)

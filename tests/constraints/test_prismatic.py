@@ -32,7 +32,7 @@ def slider(drive, mobility, push):
     body = b.add_body((0.0, 0.0, 0.0), mass=MASS, inertia=np.eye(3) * 1e-4)
     b.add_prismatic(-1, body, (0.0, 0.0, 0.0), AXIS, drive=drive, rate=RATE if drive else 0.0,
                     drive_mobility=mobility)
-    model = b.finalize("cpu")
+    model = b.finalize()
     solver = softsnake.Solver(model, substeps=1)  # one implicit-Euler step of H per step, as the recurrence
     state, control = model.state(), model.control()
     force = np.zeros((1, 6), dtype=np.float32)

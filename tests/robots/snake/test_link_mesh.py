@@ -355,7 +355,7 @@ def test_a_snake_of_a_users_link_mesh(tmp_path, config, meshes):
     built, read = softsnake.ModelBuilder(), softsnake.ModelBuilder()
     add_snake(built, config, "coarse")
     add_snake(read, config, "coarse", link_mesh=load_link_mesh(path))
-    a, b = built.finalize("cpu"), read.finalize("cpu")
+    a, b = built.finalize(), read.finalize()
     assert a.particle_count == b.particle_count and a.row_count == b.row_count
     assert np.array_equal(a.particle_q.numpy(), b.particle_q.numpy())
     assert np.array_equal(a.distance_rest_length.numpy(), b.distance_rest_length.numpy())
