@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 import warp as wp
 
-from .constraints.tetrahedron import TetrahedronOperator
+from .constraints.tetrahedron import TETRAHEDRON, TetrahedronOperator
 from .kernels import linear_solver, operator
 
 
@@ -65,7 +65,8 @@ def matrix_free_layout(model):
         return _MATRIX_FREE_LAYOUTS[model]
     first_row = model.tet_row.numpy().astype(np.int64)
     row_tet = np.full(model.row_count, -1, dtype=np.int32)
-    row_tet[first_row[:, None] + np.arange(6)] = np.arange(model.tet_count, dtype=np.int32)[:, None]
+    rows = TETRAHEDRON.rows_per_item(model.planar_axis >= 0)
+    row_tet[first_row[:, None] + np.arange(rows)] = np.arange(model.tet_count, dtype=np.int32)[:, None]
     offsets, columns, source = (a.numpy() for a in (model.JT_offsets, model.JT_columns, model.JT_source))
     kept = row_tet[columns] < 0
     kept_before = np.zeros(len(kept) + 1, dtype=np.int32)  # int32: J's entries were checked to fit (layout)
