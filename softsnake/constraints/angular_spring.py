@@ -8,6 +8,11 @@ nonlinear moment curve M(theta) (piecewise linear through user samples) is linea
 the current angle: with tangent stiffness k = M'(theta) the row c = M(theta) / k, compliance
 1 / (k h^2) gives the moment M(theta) at convergence. Damping C [N m s/rad] enters as the ratio
 gamma = C / (k h) of the common row machinery (rows.prepare_rows).
+
+The row's Jacobian is +-(a's axis) on the two bodies' angular velocities: the exact derivative of the twist while
+the bodies do not swing off the axis, as on a hinge about the same axis (every spring of the robots). A spring
+between bodies free to swing is stiff in the twist to first order only (a 0.15 rad swing put the Jacobian about 0.1
+off the twist's derivative): pair it with a hinge.
 """
 
 import numpy as np
@@ -195,7 +200,8 @@ class AngularSpringBuilder:
         The angle is measured from the current relative orientation. Either a linear
         ``stiffness`` K [N m/rad], or a ``moment_curve`` (angles [rad], moments [N m]): sorted
         samples of a nonlinear restoring moment M(theta), interpolated linearly. ``damping`` C
-        [N m s/rad]; ``target`` [rad] the initial rest angle (``Control.joint_target``).
+        [N m s/rad]; ``target`` [rad] the initial rest angle (``Control.joint_target``). Meant for bodies a hinge
+        joins about the same axis (see the module's docstring).
         """
         what = f"angular spring {self.spring_count}"
         body_a, body_b = self.check_joint_bodies(body_a, body_b, what)
