@@ -12,16 +12,19 @@ Usage: python experiments/rotation_rounding.py [--substeps 2,10,20,40] [--tilt 0
 """
 
 import math
+import sys
+from pathlib import Path
 
 import numpy as np
 
 import softsnake
 from softsnake.cli.common import experiment_parser, make_output_folder, positive_int_list
 from softsnake.output_files import replaced_when_complete
-from softsnake.spatial import box_inertia, quat_from_axis_angle, quat_to_matrix
+from softsnake.spatial import box_inertia
 
-HALF = np.array([0.2, 0.02, 0.01])
-"""Half extents of the bar [m]."""
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+from engine_scenes import HINGED_BAR_HALF_EXTENTS as HALF, HINGED_BAR_PIVOT, hinged_bar  # noqa: E402
+
 MASS = 0.3
 """[kg]"""
 FRAME = 1.0 / 240.0
@@ -30,19 +33,13 @@ FRAME = 1.0 / 240.0
 
 def swing(substeps, tilt, seconds, **solver_options):
     """The bar centre's x relative to the hinge after every frame [m] (frames,)."""
-    rotation = quat_from_axis_angle((0.0, 1.0, 0.0), 0.5 * math.pi + tilt)
-    pivot = np.array([0.0, 0.0, 1.0])
-    b = softsnake.ModelBuilder()
-    bar = b.add_body(pivot + quat_to_matrix(rotation) @ np.array([HALF[0], 0.0, 0.0]), rotation, mass=MASS,
-                     inertia=box_inertia(MASS, HALF))
-    b.add_hinge(-1, bar, anchor=pivot, axis=(0.0, 1.0, 0.0))
-    model = b.finalize("cpu")
+    model = hinged_bar(tilt, "cpu", MASS)
     solver = softsnake.Solver(model, substeps=substeps, **solver_options)
     state, control = model.state(), model.control()
     xs = []
     for _ in range(round(seconds / FRAME)):
         solver.step(state, state, control, FRAME)
-        xs.append(float(state.body_q.numpy()[0, 0]) - pivot[0])
+        xs.append(float(state.body_q.numpy()[0, 0]) - HINGED_BAR_PIVOT[0])
     return np.array(xs)
 
 

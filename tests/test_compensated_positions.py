@@ -12,9 +12,8 @@ import pytest
 import warp as wp
 
 import softsnake
-from engine_scenes import run
+from engine_scenes import HINGED_BAR_HALF_EXTENTS, hinged_bar, run
 from softsnake.kernels.compensated import pair_add
-from softsnake.spatial import box_inertia, quat_from_axis_angle, quat_to_matrix
 from test_friction import G, sliding_particle
 
 
@@ -188,17 +187,10 @@ def test_a_hinged_body_swings_at_small_substeps(substeps):
     centre has swung to the bottom, within 5 % of the swing's 4 mm, at 2, 10 and 20 substeps of 1/240 s (the default
     solver, positions compensated from 1/600 s on; measured 0.02-0.04 mm from the bottom). At 40 substeps (1/9600 s)
     it does not move (x stays at -4.0 mm): ROTATION_ROUNDING."""
-    half = np.array([0.2, 0.02, 0.01])
-    mass, tilt = 0.3, 0.02
-    rotation = quat_from_axis_angle((0.0, 1.0, 0.0), 0.5 * np.pi + tilt)
-    pivot = np.array([0.0, 0.0, 1.0])
-    b = softsnake.ModelBuilder()
-    bar = b.add_body(pivot + quat_to_matrix(rotation) @ np.array([half[0], 0.0, 0.0]), rotation, mass=mass,
-                     inertia=box_inertia(mass, half))
-    b.add_hinge(-1, bar, anchor=pivot, axis=(0.0, 1.0, 0.0))
-    model = b.finalize()
+    tilt = 0.02
+    model = hinged_bar(tilt)
     solver, state, control = softsnake.Solver(model, substeps=substeps), model.state(), model.control()
     for _ in range(round(0.26 * 240)):
         solver.step(state, state, control, 1.0 / 240.0)
-    swing = half[0] * np.sin(tilt)
+    swing = HINGED_BAR_HALF_EXTENTS[0] * np.sin(tilt)
     assert abs(float(state.body_q.numpy()[0, 0])) < 0.05 * swing, float(state.body_q.numpy()[0, 0])
