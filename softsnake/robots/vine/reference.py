@@ -101,12 +101,11 @@ def reference_folder(folder=None):
     elif os.environ.get(_ENVIRONMENT_VARIABLE):
         candidates = [Path(os.environ[_ENVIRONMENT_VARIABLE]) / "vine"]
     else:
-        beside = Path("..") / "shared" / "reference" / "vine"
-        candidates = [REPOSITORY_ROOT / beside, Path.cwd() / beside]
+        candidates = [root.parent / "shared" / "reference" / "vine" for root in (REPOSITORY_ROOT, Path.cwd())]
     for path in candidates:
         if path.is_dir():
-            return path if len(candidates) == 1 else path.resolve()
-    tried = " or ".join(str(path.resolve()) for path in dict.fromkeys(candidates))
+            return path
+    tried = " or ".join(str(path) for path in dict.fromkeys(candidates))
     raise ConfigError(f"vine reference folder not found: {tried} (pass folder= or set {_ENVIRONMENT_VARIABLE})")
 
 
