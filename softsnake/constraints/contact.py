@@ -690,8 +690,9 @@ class ContactSlot(ConstraintType):
 
     def allocate(self, solver):
         n = solver.model.contact_slot_count
-        for name in self.detected_arrays:  # whether each slot touches (int), its points and normal (vec3)
-            setattr(solver, name, solver.zeros(n, int if name == "contact_active" else wp.vec3))
+        solver.contact_active = solver.zeros(n, int)
+        for name in self.detected_arrays[1:]:  # the points and the normal; the first, whether the slot touches
+            setattr(solver, name, solver.zeros(n, wp.vec3))
         solver.contact_start_depth = solver.zeros(n, float)
         """How deep each contact's point lay inside its obstacle at the substep's start [m] (negative: the gap)."""
         solver.contact_taken_speed = solver.zeros(n, float)
