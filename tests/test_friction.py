@@ -381,5 +381,5 @@ def test_contact_regularization_does_not_move_the_answer(device, margin):
         assert load == pytest.approx(weight, rel=2e-4), (regularization, load / weight - 1)
     for end in ends[1:]:
         assert np.abs(end - ends[0]).max() < 1e-5, (ends, margin)
-    travel = np.linalg.norm(ends[0] - slope_model(device, mu, angle, "box")[0].body_q.numpy()[0, :3])
+    travel = np.linalg.norm(ends[0] - model.body_q.numpy()[0, :3])  # from where the model starts it
     assert (travel < 1e-3) == (margin < 0.0), travel  # it stuck, or it slid
