@@ -34,9 +34,10 @@ class State:
         particle_q + particle_q_low, |particle_q_low| at most half particle_q's spacing. Written only by substeps that
         compensate (``SolverSettings.compensated_positions``: "auto" from substeps of 1/600 s on), kept as it is by
         the others; a position assigned from outside keeps a stale remainder of at most that size."""
-        self.body_q_low: wp.array = wp.zeros(model.body_count, dtype=wp.vec3, device=model.device)
-        """What float32 rounding dropped of each body's centre of mass [m], vec3, shape (body_count,) (as
-        ``particle_q_low``)."""
+        self.body_q_low: wp.array = wp.zeros(model.body_count, dtype=wp.spatial_vector, device=model.device)
+        """What float32 rounding dropped of each body's pose, spatial_vector, shape (body_count,): of its centre of
+        mass [m] (top, as ``particle_q_low``), and of its rotation as a rotation vector delta [rad] (bottom, world
+        frame: the rotation is exp(delta) q / |q| of the float32 quaternion q, |delta| about q's spacing, 6e-8)."""
         self.body_qd: wp.array = wp.clone(model.body_qd)
         """Body velocities (linear [m/s], angular [rad/s]), world frame, spatial_vector, shape (body_count,)."""
         self.particle_qd_low: wp.array = wp.zeros_like(model.particle_qd)
@@ -47,7 +48,8 @@ class State:
         substeps that compensate; a velocity assigned from outside keeps a stale remainder of at most that size."""
         self.body_qd_low: wp.array = wp.zeros(model.body_count, dtype=wp.vec3, device=model.device)
         """What float32 rounding dropped of each body's linear velocity [m/s], vec3, shape (body_count,) (as
-        ``particle_qd_low``; angular velocities stay float32, as rotations do)."""
+        ``particle_qd_low``). Angular velocities stay float32: a change per substep below an angular velocity's spacing
+        (a wheel at 100 rad/s: 7.6e-6 rad/s) is rounded away or up, a bias the linear velocities' pairs remove."""
         self.body_f: wp.array = wp.zeros_like(model.body_qd)
         """External body wrenches (force [N], torque [N m]), world frame, spatial_vector, shape (body_count,)."""
         self.multipliers: wp.array = wp.zeros(max(model.row_count, 1), dtype=float, device=model.device)
@@ -95,7 +97,7 @@ class State:
                 continue  # a state saved before remainders were kept: its positions are the float32 values
             if value is None:
                 raise ConfigError(f"state array {name} is missing")
-            value = np.asarray(value)
+            value = self._current_layout(name, np.asarray(value))
             if value.shape != expected.shape or value.dtype != expected.dtype:
                 raise ConfigError(f"state array {name} has shape {value.shape} and type {value.dtype}, this model's "
                                   f"{expected.shape} and {expected.dtype}")
@@ -103,10 +105,18 @@ class State:
             raise ConfigError("state value multiplier_step is missing")
         for name in self.ARRAYS:
             if name in arrays:
-                getattr(self, name).assign(np.asarray(arrays[name]))
+                getattr(self, name).assign(self._current_layout(name, np.asarray(arrays[name])))
             else:
                 getattr(self, name).zero_()
         self.multiplier_step = float(arrays["multiplier_step"])
+
+    @staticmethod
+    def _current_layout(name, value):
+        """A saved array in this version's layout: ``body_q_low`` saved as the centres' remainders alone (body_count,
+        3), before rotations had one, gets zero rotation remainders."""
+        if name == "body_q_low" and value.ndim == 2 and value.shape[1] == 3:
+            return np.concatenate([value, np.zeros_like(value)], axis=1)
+        return value
 
 
 class Control:

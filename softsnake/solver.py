@@ -272,7 +272,7 @@ class Solver:
         (self.particle_q_prev_low, self.particle_q_pred_low, self.particle_q_start_first_low,
          self.particle_q_least_low) = (zeros(m.particle_count, wp.vec3) for _ in range(4))
         self.body_q_prev_low, self.body_q_pred_low, self.body_q_start_first_low, self.body_q_least_low = (
-            zeros(m.body_count, wp.vec3) for _ in range(4))
+            zeros(m.body_count, wp.spatial_vector) for _ in range(4))
         self.remainder, self.remainder_since_start = zeros(dofs), zeros(dofs)
         self.start_stale = zeros(m.world_count, int)
 
@@ -420,7 +420,7 @@ class Solver:
 
     def remainder_inputs(self, state):
         """What a row kernel that reads the positions' remainders itself (``ConstraintType.reads_remainders``) takes:
-        [compensating (0/1), the remainders of x and of x_n for particles, then for bodies' centres]. Zeros where the
+        [compensating (0/1), the remainders of x and of x_n for particles, then for bodies]. Zeros where the
         substeps being recorded do not compensate, and in the gradients' launches (``launching_now``: they
         differentiate the float32 step)."""
         if self.compensating and not self._launch_now:
@@ -430,9 +430,10 @@ class Solver:
 
     @functools.cached_property
     def zero_remainders(self):
-        """(particles', bodies') vec3 zero arrays: the remainders a kernel takes where it does not compensate, which it
-        then neither reads nor writes, so one pair serves every such launch (``remainder_inputs``, the gradients)."""
-        return self.zeros(self.model.particle_count, wp.vec3), self.zeros(self.model.body_count, wp.vec3)
+        """(particles' vec3, bodies' spatial_vector) zero arrays: the remainders a kernel takes where it does not
+        compensate, which it then neither reads nor writes, so one pair serves every such launch
+        (``remainder_inputs``, the gradients)."""
+        return self.zeros(self.model.particle_count, wp.vec3), self.zeros(self.model.body_count, wp.spatial_vector)
 
     def transpose(self):
         """How this solver applies J^T now (``SolverSettings.tetrahedron_operator``), laid out at its first use."""

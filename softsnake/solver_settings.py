@@ -179,20 +179,23 @@ class SolverSettings:
             rows end further from converged (the snake's 10 s gait +1.65 % balanced, +0.85 % plain, +0.61 %
             with "bodies"); the snake runs it (``SNAKE_START``; experiments/results/convergence.md, "A snake at
             rest").
-        compensated_positions: keep every position (a particle's, a body's centre) as a float32 pair, the value the
-            constraints read and the remainder its rounding dropped (``softsnake.kernels.compensated``), so that
-            the velocity (x - x_n) / h carries no rounding of the positions. Float32 positions resolve velocities
-            only to their spacing over h (6e-5 m/s at h = 1/1920 s 0.3 m from the world's frame), and what rolls
-            freely keeps that: at 1/1920 s the coarse snake at rest gathers 1.2e-8 J and creeps 0.2 mm in 3 s,
-            compensated 2.6e-11 J and 0.6 um (experiments/results/convergence.md, "Compensated positions"). Linear
-            velocities are kept as pairs too, and the contact rows read the pairs themselves: a sliding particle
-            then stops within 0.001 mm of where implicit Euler puts it at every step to 1/15360 s, the same
-            wherever it is (convergence.md, "Contacts at small steps"). It costs four vec3 per entity in the state and eight in the
-            solver, an entity and a row kernel per
-            assembly, and, since the Newton loop's round-off floor then counts no rounding of the positions, the
-            rest of the budget where a substep used to stop at that floor (the resting snake at 1/1920 s: 1.7 times
-            the wall time). "auto" (the default) keeps them for substeps of at most
-            ``COMPENSATED_POSITIONS_MAX_STEP`` (1/600 s: from 5 substeps of the snake's 1/120 s frame), where
+        compensated_positions: keep every position (a particle's, a body's centre and rotation) as a float32 pair,
+            the value the constraints read and the remainder its rounding dropped (``softsnake.kernels.compensated``),
+            so that the velocity (x - x_n) / h carries no rounding of the positions. Float32 positions resolve
+            velocities only to their spacing over h (6e-5 m/s at h = 1/1920 s 0.3 m from the world's frame), and
+            what rolls freely keeps that: at 1/1920 s the coarse snake at rest gathers 1.2e-8 J and creeps 0.2 mm in
+            3 s, compensated 5.3e-11 J and 0.3 um (experiments/results/convergence.md, "Compensated positions",
+            "Rotations as pairs").
+            Linear velocities are kept as pairs too, and the contact rows read the pairs themselves: a sliding
+            particle then stops within 0.001 mm of where implicit Euler puts it at every step to 1/15360 s, the
+            same wherever it is (convergence.md, "Contacts at small steps"). A body's rotation pair keeps turns
+            below its quaternion's spacing: a pendulum released from rest swings at 1/9600 s, where a float32
+            quaternion never started (convergence.md, "A body's rotation at small substeps"). It costs two vec3
+            per particle and a spatial_vector and a vec3 per body in the state, four more per entity in the solver,
+            an entity and a row kernel per assembly, and, since the Newton loop's round-off floor then counts no
+            rounding of the positions, the rest of the budget where a substep used to stop at that floor (the
+            resting snake at 1/1920 s: 1.7 times the wall time). "auto" (the default) keeps them for substeps of at
+            most ``COMPENSATED_POSITIONS_MAX_STEP`` (1/600 s: from 5 substeps of the snake's 1/120 s frame), where
             float32's rounding shows; at longer substeps every result is bit for bit the float32 one, as with
             False. True or False force it.
 

@@ -88,18 +88,19 @@ HINGED_BAR_PIVOT = np.array([0.0, 0.0, 1.0])
 """Where ``hinged_bar``'s hinge holds the bar's end [m]."""
 
 
-def hinged_bar(tilt, device=None, mass=0.3):
-    """A 0.4 m bar (a box of ``HINGED_BAR_HALF_EXTENTS``, ``mass`` [kg]) hanging from a hinge about y at its end, at
-    rest ``tilt`` [rad] off the vertical; its frame is turned a quarter turn about the hinge, so its quaternion's
-    components lie near 0.7 (float32's spacing there: 6e-8). The bar of tests/test_compensated_positions.py and
-    experiments/rotation_rounding.py."""
+def hinged_bar(tilt, device=None, mass=0.3, pivot=HINGED_BAR_PIVOT):
+    """A 0.4 m bar (a box of ``HINGED_BAR_HALF_EXTENTS``, ``mass`` [kg]) hanging from a hinge about y at its end at
+    ``pivot`` [m], at rest ``tilt`` [rad] off the vertical; its frame is turned a quarter turn about the hinge, so its
+    quaternion's components lie near 0.7 (float32's spacing there: 6e-8). The bar of
+    tests/test_compensated_positions.py and experiments/rotation_rounding.py."""
     from softsnake.spatial import box_inertia, quat_from_axis_angle, quat_to_matrix
 
     rotation = quat_from_axis_angle((0.0, 1.0, 0.0), 0.5 * math.pi + tilt)
     b = softsnake.ModelBuilder()
-    bar = b.add_body(HINGED_BAR_PIVOT + quat_to_matrix(rotation) @ np.array([HINGED_BAR_HALF_EXTENTS[0], 0.0, 0.0]),
+    pivot = np.asarray(pivot, dtype=float)
+    bar = b.add_body(pivot + quat_to_matrix(rotation) @ np.array([HINGED_BAR_HALF_EXTENTS[0], 0.0, 0.0]),
                      rotation, mass=mass, inertia=box_inertia(mass, HINGED_BAR_HALF_EXTENTS))
-    b.add_hinge(-1, bar, anchor=HINGED_BAR_PIVOT, axis=(0.0, 1.0, 0.0))
+    b.add_hinge(-1, bar, anchor=pivot, axis=(0.0, 1.0, 0.0))
     return b.finalize(device)
 
 

@@ -199,6 +199,17 @@ def positive_int_list(text):
     return values
 
 
+def float_list(text):
+    """Comma-separated numbers, an experiment option's value ("0,10,100")."""
+    try:
+        values = [float(v) for v in text.split(",") if v.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated numbers, got {text!r}") from None
+    if not values:
+        raise argparse.ArgumentTypeError(f"expected comma-separated numbers, got {text!r}")
+    return values
+
+
 def chosen_variants(parser, text, known):
     """The names a ``--variants`` option chose (comma-separated ``text``; None: every name in ``known``), in the
     order given; an unknown name is the parser's one-line error, listing the known ones."""

@@ -73,6 +73,7 @@ becoming kinetic energy.
 import numpy as np
 import warp as wp
 
+from softsnake.kernels.compensated import body_point_remainder, rotation_between_pairs
 from softsnake.kernels.entities import (
     body_generalized_inverse_mass,
     entity_point,
@@ -146,12 +147,18 @@ def body_contact_centre(body_tf: wp.transform, kind: int, local: wp.vec3, axis: 
 
 
 @wp.func
-def body_point_slip(body_tf: wp.transform, start_tf: wp.transform, p_n: wp.vec3):
+def body_point_motion(body_tf: wp.transform, start_tf: wp.transform, turn: wp.vec3, p_n: wp.vec3):
     """The rigid motion of the body point p_n since the substep's start (``start_tf``): (c - c_n) + phi x r,
-    phi the rotation vector of the body's turn and r the lever from its centre c [m] (module docstring)."""
+    phi = ``turn`` the rotation vector of the body's turn and r the lever from its centre c [m] (module docstring)."""
     centre = wp.transform_get_translation(body_tf)
-    turn = rotation_vector_between(wp.transform_get_rotation(body_tf), wp.transform_get_rotation(start_tf))
     return centre - wp.transform_get_translation(start_tf) + wp.cross(turn, p_n - centre)
+
+
+@wp.func
+def body_point_slip(body_tf: wp.transform, start_tf: wp.transform, p_n: wp.vec3):
+    """``body_point_motion`` with the turn between the float32 rotations."""
+    turn = rotation_vector_between(wp.transform_get_rotation(body_tf), wp.transform_get_rotation(start_tf))
+    return body_point_motion(body_tf, start_tf, turn, p_n)
 
 
 @wp.kernel(enable_backward=False)  # never on a wp.Tape: a change of frame, not a differentiable step
@@ -333,8 +340,8 @@ def eval_contact_rows(
     compensated: int,
     particle_q_low: wp.array(dtype=wp.vec3),
     particle_q_prev_low: wp.array(dtype=wp.vec3),
-    body_q_low: wp.array(dtype=wp.vec3),
-    body_q_prev_low: wp.array(dtype=wp.vec3),
+    body_q_low: wp.array(dtype=wp.spatial_vector),
+    body_q_prev_low: wp.array(dtype=wp.spatial_vector),
     fb_epsilon: float,
     contact_regularization: float,
     friction_regularization: float,
@@ -369,8 +376,8 @@ def eval_contact_rows(
         p = wp.vec3(0.0)
         r_n = wp.vec3(0.0)
         slip_world = wp.vec3(0.0)
-        # Compensated positions: the gap and the slip read the remainders of the point's own translation here
-        # (``reads_remainders``), not as J r added to the rows afterwards.
+        # Compensated positions: the gap and the slip read the remainders of the point's position here (a body's: its
+        # centre's and its rotation's) (``reads_remainders``), not as J r added to the rows afterwards.
         low = wp.vec3(0.0)
         low_since_start = wp.vec3(0.0)
         if e < particle_count:
@@ -386,10 +393,18 @@ def eval_contact_rows(
                                     contact_slot_rim_radius[s], contact_anchor[s], n)
             p_n = p - n * contact_slot_radius[s]
             r_n = p_n - wp.transform_get_translation(body_tf)
-            slip_world = body_point_slip(body_tf, body_q_prev[body], p_n)
+            start_tf = body_q_prev[body]
+            turn = rotation_vector_between(wp.transform_get_rotation(body_tf), wp.transform_get_rotation(start_tf))
             if compensated != 0:
-                low = body_q_low[body]
-                low_since_start = low - body_q_prev_low[body]
+                # The contact point's remainder: the centre's, and the rotation's delta turning the lever; the turn
+                # since the start between the rotation pairs (a float32 q q_n^-1 carries its product's rounding).
+                body_low = body_q_low[body]
+                start_low = body_q_prev_low[body]
+                low = body_point_remainder(body_low, r_n)
+                low_since_start = wp.spatial_top(body_low) - wp.spatial_top(start_low)
+                turn = rotation_between_pairs(wp.transform_get_rotation(body_tf), wp.spatial_bottom(body_low),
+                                              wp.transform_get_rotation(start_tf), wp.spatial_bottom(start_low))
+            slip_world = body_point_motion(body_tf, start_tf, turn, p_n)
         slip_world = slip_world + low_since_start
         basis = tangent_basis(n)
 

@@ -8,7 +8,7 @@ each position is a float32 pair, and every addition here goes into the pair (``k
 
 import warp as wp
 
-from .compensated import pair_add
+from .compensated import pair_add, rotated_pair, rotation_between_pairs
 from .entities import (
     entity_dof_count,
     entity_dof_start,
@@ -179,13 +179,13 @@ def predict_bodies(
     body_q_prev: wp.array(dtype=wp.transform),
     body_q_pred: wp.array(dtype=wp.transform),
     compensated: int,
-    body_q_low: wp.array(dtype=wp.vec3),
-    body_q_prev_low: wp.array(dtype=wp.vec3),
-    body_q_pred_low: wp.array(dtype=wp.vec3),
+    body_q_low: wp.array(dtype=wp.spatial_vector),
+    body_q_prev_low: wp.array(dtype=wp.spatial_vector),
+    body_q_pred_low: wp.array(dtype=wp.spatial_vector),
     body_qd_low: wp.array(dtype=wp.vec3),
 ):
-    """x_n = x, v~ and x~ = (x + h v~, exp(h w~) q) (compensated: the translation and the linear velocity into
-    their pairs)."""
+    """x_n = x, v~ and x~ = (x + h v~, exp(h w~) q) (compensated: the translation, the rotation and the linear
+    velocity into their pairs)."""
     i = nonnegative(wp.tid())
     tf = body_q[i]
     body_q_prev[i] = tf
@@ -200,10 +200,12 @@ def predict_bodies(
         body_qd_low[i] = v_low
         lo = body_q_low[i]
         body_q_prev_low[i] = lo
-        t_pred, lo_pred = predicted_position_pair(wp.transform_get_translation(tf), lo, v, v_low, h)
-        tf_pred = wp.transform(t_pred, wp.transform_get_rotation(tf_pred))
-        body_q_low[i] = lo_pred
-        body_q_pred_low[i] = lo_pred
+        t_pred, lo_pred = predicted_position_pair(wp.transform_get_translation(tf), wp.spatial_top(lo), v, v_low, h)
+        q_pred, delta_pred = rotated_pair(wp.transform_get_rotation(tf), wp.spatial_bottom(lo),
+                                          wp.spatial_bottom(qd) * h)
+        tf_pred = wp.transform(t_pred, q_pred)
+        body_q_low[i] = wp.spatial_vector(lo_pred, delta_pred)
+        body_q_pred_low[i] = wp.spatial_vector(lo_pred, delta_pred)
     body_qd[i] = qd
     body_q[i] = tf_pred
     body_q_pred[i] = tf_pred
@@ -287,12 +289,12 @@ def set_entity_position(
     body_q: wp.array(dtype=wp.transform),
     compensated: int,
     particle_q_pred_low: wp.array(dtype=wp.vec3),
-    body_q_pred_low: wp.array(dtype=wp.vec3),
+    body_q_pred_low: wp.array(dtype=wp.spatial_vector),
     particle_q_low: wp.array(dtype=wp.vec3),
-    body_q_low: wp.array(dtype=wp.vec3),
+    body_q_low: wp.array(dtype=wp.spatial_vector),
 ):
     """x = x~ + u for entity e, whose degrees of freedom start at ``base`` (bodies: translation, then
-    rotation by the rotation vector u_angular: q = exp(u_angular) q~); compensated, the translation into the pair."""
+    rotation by the rotation vector u_angular: q = exp(u_angular) q~); compensated, into the pairs."""
     du = wp.vec3(u[base], u[base + 1], u[base + 2])
     if e < particle_count:
         if compensated != 0:
@@ -304,15 +306,16 @@ def set_entity_position(
     else:
         b = nonnegative(e - particle_count)
         tf = body_q_pred[b]
-        p = wp.vec3()
+        turn = wp.vec3(u[base + 3], u[base + 4], u[base + 5])
         if compensated != 0:
-            p_pair, lo = pair_add(wp.transform_get_translation(tf), body_q_pred_low[b], du)
-            p = p_pair
-            body_q_low[b] = lo
+            pred_low = body_q_pred_low[b]
+            p, lo = pair_add(wp.transform_get_translation(tf), wp.spatial_top(pred_low), du)
+            q, delta = rotated_pair(wp.transform_get_rotation(tf), wp.spatial_bottom(pred_low), turn)
+            body_q_low[b] = wp.spatial_vector(lo, delta)
+            body_q[b] = wp.transform(p, q)
         else:
-            p = wp.transform_get_translation(tf) + du
-        q = integrate_rotation(wp.transform_get_rotation(tf), wp.vec3(u[base + 3], u[base + 4], u[base + 5]), 1.0)
-        body_q[b] = wp.transform(p, q)
+            body_q[b] = wp.transform(wp.transform_get_translation(tf) + du,
+                                     integrate_rotation(wp.transform_get_rotation(tf), turn, 1.0))
 
 
 @wp.kernel
@@ -325,9 +328,9 @@ def positions_from_prediction(
     body_q: wp.array(dtype=wp.transform),
     compensated: int,
     particle_q_pred_low: wp.array(dtype=wp.vec3),
-    body_q_pred_low: wp.array(dtype=wp.vec3),
+    body_q_pred_low: wp.array(dtype=wp.spatial_vector),
     particle_q_low: wp.array(dtype=wp.vec3),
-    body_q_low: wp.array(dtype=wp.vec3),
+    body_q_low: wp.array(dtype=wp.spatial_vector),
 ):
     """x = x~ + u with u = M^-1 J^T lambda: the positions that balance momentum with the multipliers."""
     e = nonnegative(wp.tid())
@@ -355,9 +358,9 @@ def positions_after_update(
     body_q: wp.array(dtype=wp.transform),
     compensated: int,
     particle_q_pred_low: wp.array(dtype=wp.vec3),
-    body_q_pred_low: wp.array(dtype=wp.vec3),
+    body_q_pred_low: wp.array(dtype=wp.spatial_vector),
     particle_q_low: wp.array(dtype=wp.vec3),
-    body_q_low: wp.array(dtype=wp.vec3),
+    body_q_low: wp.array(dtype=wp.spatial_vector),
 ):
     """Positions after a Newton update, per world of the entity: a world that took a step moves from
     its accepted point (``offset_ref``: x - x~ there) by u_step = M^-1 J^T dlambda, and keeps where it
@@ -409,9 +412,9 @@ def remember_accepted_points(
 def copy_positions_where(particle_count: int, particle_world: wp.array(dtype=int), body_world: wp.array(dtype=int),
                          taken: wp.array(dtype=int), particle_q_source: wp.array(dtype=wp.vec3),
                          body_q_source: wp.array(dtype=wp.transform), particle_low_source: wp.array(dtype=wp.vec3),
-                         body_low_source: wp.array(dtype=wp.vec3), compensated: int,
+                         body_low_source: wp.array(dtype=wp.spatial_vector), compensated: int,
                          particle_q: wp.array(dtype=wp.vec3), body_q: wp.array(dtype=wp.transform),
-                         particle_low: wp.array(dtype=wp.vec3), body_low: wp.array(dtype=wp.vec3)):
+                         particle_low: wp.array(dtype=wp.vec3), body_low: wp.array(dtype=wp.spatial_vector)):
     """The source positions into ``particle_q`` and ``body_q`` (compensated: their remainders too) for the entities
     of the worlds with taken[w] = 1 (``SolverSettings.wander_limit``: kept aside at a point of least merit, or put
     back at the substep's end; the elastic warm start: its first start put back)."""
@@ -502,22 +505,28 @@ def finish_body_velocities(
     body_q_pred: wp.array(dtype=wp.transform),
     inv_h: float,
     compensated: int,
-    body_q_low: wp.array(dtype=wp.vec3),
-    body_q_pred_low: wp.array(dtype=wp.vec3),
+    body_q_low: wp.array(dtype=wp.spatial_vector),
+    body_q_pred_low: wp.array(dtype=wp.spatial_vector),
     body_qd_low: wp.array(dtype=wp.vec3),
     body_qd: wp.array(dtype=wp.spatial_vector),
 ):
-    """Body counterpart of finish_particle_velocities (rotation: the rotation vector from q~ to q)."""
+    """Body counterpart of finish_particle_velocities (rotation: the rotation vector from q~ to q; compensated,
+    between the pairs)."""
     i = nonnegative(wp.tid())
     tf = body_q[i]
     tf_pred = body_q_pred[i]
     d = wp.transform_get_translation(tf) - wp.transform_get_translation(tf_pred)
     v = wp.spatial_top(body_qd[i]) + d * inv_h
+    turn = wp.vec3()
     if compensated != 0:
-        d = d + (body_q_low[i] - body_q_pred_low[i])
+        low = body_q_low[i]
+        pred_low = body_q_pred_low[i]
+        d = d + (wp.spatial_top(low) - wp.spatial_top(pred_low))
         v_pair, v_low = pair_add(wp.spatial_top(body_qd[i]), body_qd_low[i], d * inv_h)
         v = v_pair
         body_qd_low[i] = v_low
-    w = wp.spatial_bottom(body_qd[i]) + rotation_vector_between(
-        wp.transform_get_rotation(tf), wp.transform_get_rotation(tf_pred)) * inv_h
-    body_qd[i] = wp.spatial_vector(v, w)
+        turn = rotation_between_pairs(wp.transform_get_rotation(tf), wp.spatial_bottom(low),
+                                      wp.transform_get_rotation(tf_pred), wp.spatial_bottom(pred_low))
+    else:
+        turn = rotation_vector_between(wp.transform_get_rotation(tf), wp.transform_get_rotation(tf_pred))
+    body_qd[i] = wp.spatial_vector(v, wp.spatial_bottom(body_qd[i]) + turn * inv_h)

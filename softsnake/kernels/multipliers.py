@@ -83,7 +83,8 @@ def row_round_off(offsets: wp.array(dtype=int), columns: wp.array(dtype=int), va
     frame); a floor raised to the world's size for every coordinate stopped a cantilever early enough to gain
     energy from one frame to the next. With compensated positions (``kernels.compensated``) a coordinate's own
     rounding is carried in its remainder and the rows see it (c + J r): m_j is the spread alone, which the row's
-    float32 differences still round."""
+    float32 differences still round; a rotation's stays 1, the rows turning their levers by the float32 quaternion,
+    whose products round at 1 whatever its remainder."""
     i = nonnegative(wp.tid())
     lo = wp.vec3(wp.inf)
     hi = wp.vec3(-wp.inf)

@@ -127,8 +127,9 @@ def leave_world_frames(particle_count: int, particle_world: wp.array(dtype=int),
                        particle_q_pred: wp.array(dtype=wp.vec3), body_q_prev: wp.array(dtype=wp.transform),
                        body_q_pred: wp.array(dtype=wp.transform), compensated: int,
                        particle_q_low: wp.array(dtype=wp.vec3), particle_q_prev_low: wp.array(dtype=wp.vec3),
-                       particle_q_pred_low: wp.array(dtype=wp.vec3), body_q_low: wp.array(dtype=wp.vec3),
-                       body_q_prev_low: wp.array(dtype=wp.vec3), body_q_pred_low: wp.array(dtype=wp.vec3)):
+                       particle_q_pred_low: wp.array(dtype=wp.vec3), body_q_low: wp.array(dtype=wp.spatial_vector),
+                       body_q_prev_low: wp.array(dtype=wp.spatial_vector),
+                       body_q_pred_low: wp.array(dtype=wp.spatial_vector)):
     """x = x_start + (x - x_n) in the world's frame: the stored position takes the substep's displacement. The
     substep's start x_n and prediction x~ go back to the model's frame the same way (x_n = x_start exactly), so that
     what reads them between substeps (``Solver.residual_norms``, the gradients) sees one frame. Compensated
@@ -157,14 +158,17 @@ def leave_world_frames(particle_count: int, particle_world: wp.array(dtype=int),
         t0 = wp.transform_get_translation(body_q_start[b])
         prev = wp.transform_get_translation(body_q_prev[b])
         if compensated != 0:
-            r_n = body_q_prev_low[b]
-            t, r = displaced_pair(t0, r_n, wp.transform_get_translation(body_q[b]), body_q_low[b], prev)
-            t_pred, r_pred = displaced_pair(t0, r_n, wp.transform_get_translation(body_q_pred[b]), body_q_pred_low[b],
-                                            prev)
+            # The rotations' remainders stay as they are, as the rotations do.
+            r_n = wp.spatial_top(body_q_prev_low[b])
+            low = body_q_low[b]
+            pred_low = body_q_pred_low[b]
+            t, r = displaced_pair(t0, r_n, wp.transform_get_translation(body_q[b]), wp.spatial_top(low), prev)
+            t_pred, r_pred = displaced_pair(t0, r_n, wp.transform_get_translation(body_q_pred[b]),
+                                            wp.spatial_top(pred_low), prev)
             body_q[b] = wp.transform(t, wp.transform_get_rotation(body_q[b]))
-            body_q_low[b] = r
+            body_q_low[b] = wp.spatial_vector(r, wp.spatial_bottom(low))
             body_q_pred[b] = wp.transform(t_pred, wp.transform_get_rotation(body_q_pred[b]))
-            body_q_pred_low[b] = r_pred
+            body_q_pred_low[b] = wp.spatial_vector(r_pred, wp.spatial_bottom(pred_low))
         else:
             body_q[b] = displaced(body_q[b], t0, prev)
             body_q_pred[b] = displaced(body_q_pred[b], t0, prev)
