@@ -191,7 +191,7 @@ class SolverSettings:
             same wherever it is (convergence.md, "Contacts at small steps"). A body's rotation pair keeps turns
             below its quaternion's spacing: a pendulum released from rest swings at 1/9600 s, where a float32
             quaternion never started (convergence.md, "A body's rotation at small substeps"). It costs two vec3
-            per particle and a spatial_vector and a vec3 per body in the state, four more per entity in the solver,
+            per particle and two spatial_vector per body in the state, four more per entity in the solver,
             an entity and a row kernel per assembly, and, since the Newton loop's round-off floor then counts no
             rounding of the positions, the rest of the budget where a substep used to stop at that floor (the
             resting snake at 1/1920 s: 1.7 times the wall time). "auto" (the default) keeps them for substeps of at

@@ -8,8 +8,8 @@ substep's iterate wandered from merit 3.5e-8 to 1.7e-4 within the budget and the
 on average, 1.93 m at most: the vine left the wall at tens of metres per second); with it the tip stays within
 3.4 cm on average of the video (0.10 m at most), as the converged plain iteration does (~3 cm). Which substep
 wanders, and how far the vine then goes, is the round-off path's: since each substep runs in its world's frame
-(``softsnake.kernels.world_frame``) the unlimited rollout on this CPU ends 0.12 m from the video on average,
-0.43 m at most; on an H200 it did not run away at all.
+(``softsnake.kernels.world_frame``) the unlimited rollout on this CPU ended 0.12 m from the video on average,
+0.43 m at most; on an H200 it did not run away at all, nor on this CPU since the fortieth session.
 """
 
 import numpy as np
@@ -33,17 +33,20 @@ def _video_3_tip_errors(wander_limit):
 
 def test_a_wandering_balanced_rollout_no_longer_runs_away():
     """With the limit the video's vine stays near the video on every device (measured here 3.4 cm on average,
-    0.10 m at most, 4 substeps gone back). Without it the CPU's rollout ends several times further from the video
-    (0.12 m on average, 0.43 m at most; 0.67 and 1.93 m before each substep ran in its world's frame); on an H200
-    (twenty-eighth session) it did not (0.040 m on average, 0.117 m at most, no substep gone back): which substep
-    wanders is its device's round-off path, so the difference is checked where it happens."""
+    0.11 m at most, a few substeps gone back; none on an H200 in the twenty-eighth session). Without it, whether a
+    substep wanders and how far the vine then goes is the round-off path's: on this CPU the rollout ran away until
+    the fortieth session (0.12 m on average, 0.43 m at most; 0.67 and 1.93 m before each substep ran in its
+    world's frame), on an H200 it did not (0.040 m, 0.117 m), and since the fortieth session's change to the
+    prediction's angular velocity (``integration.angular_velocity_increment``) it does not on this CPU either (0.034
+    m, 0.108 m). What every path must show: the limit never leaves the rollout worse than the one without it by more
+    than 1 cm on average and 2 cm at most (measured: 0.3 mm better, the same). The going back itself is tested on
+    constructed merits below."""
     mean, largest, returns = _video_3_tip_errors(SolverSettings().wander_limit)
     assert mean < 0.06 and largest < 0.2, (mean, largest)  # the video's vine, within about a tube diameter
-    assert 0 < returns < 20, returns  # a few of its 438 substeps went back (NewtonCounts.wander_returns)
+    assert returns < 20, returns  # a few of its 438 substeps at most went back (NewtonCounts.wander_returns)
     mean_off, largest_off, returns_off = _video_3_tip_errors(0.0)
     assert returns_off == 0
-    if wp.get_device().is_cpu:
-        assert mean_off > 2.0 * mean and largest_off > 2.0 * largest, (mean_off, largest_off)  # what the limit removes
+    assert mean < mean_off + 0.01 and largest < largest_off + 0.02, (mean, mean_off, largest, largest_off)
 
 
 def test_the_summary_names_the_substeps_that_went_back():

@@ -11,9 +11,10 @@ velocity, and the rows see it to first order:
 
 - the prediction x~ = x + h v and every position update x = x~ + u add into the pair (``pair_add``), so x - x~ is u
   exactly and the velocity v~ + (x - x~) / h carries no rounding of the positions;
-- linear velocities are pairs too (``State.particle_qd_low``, ``State.body_qd_low``): v~ = v + h (g + f / m) and
-  v = v~ + (x - x~) / h add into the pair and x~ takes both parts, so that a change the same every substep (a
-  slide's mu g h) is not rounded the same way every substep, a bias of up to half the velocity's spacing each time;
+- velocities are pairs too (``State.particle_qd_low``, ``State.body_qd_low``, linear and angular): v~ = v + h (g +
+  f / m) and v = v~ + (x - x~) / h add into the pair and x~ takes both parts, so that a change the same every
+  substep (a slide's mu g h, a spinning body's torque h alpha) is not rounded the same way every substep, a bias of
+  up to half the velocity's spacing each time;
 - a body's rotation is a pair too (``State.body_q_low``'s bottom): the float32 quaternion q the rows read and the
   rotation vector delta its rounding dropped, the rotation exp(delta) q. The prediction q~ = exp(h w) q and each
   update q = exp(u) q~ are formed in float64 and split back (``rotated_pair``), so that a turn per substep below
@@ -105,10 +106,11 @@ def rotation_pair(q: wp.quatd):
 
 
 @wp.func
-def rotated_pair(q: wp.quat, delta: wp.vec3, v: wp.vec3):
-    """The pair (q, delta) turned by the rotation vector v [rad] (world frame): exp(v) exp(delta) q in float64, split
-    back into a pair (``rotation_pair``), so that a turn smaller than q's spacing is kept, not rounded away."""
-    return rotation_pair(wp.normalize(rotation_exp64(wp.vec3d(v)) * rotation64(q, delta)))
+def rotated_pair(q: wp.quat, delta: wp.vec3, v: wp.vec3d):
+    """The pair (q, delta) turned by the rotation vector v [rad] (world frame, float64: a turn h omega formed from
+    the angular velocity's pair): exp(v) exp(delta) q in float64, split back into a pair (``rotation_pair``), so that
+    a turn smaller than q's spacing is kept, not rounded away."""
+    return rotation_pair(wp.normalize(rotation_exp64(v) * rotation64(q, delta)))
 
 
 @wp.func
