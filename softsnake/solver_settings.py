@@ -183,10 +183,9 @@ class SolverSettings:
             the value the constraints read and the remainder its rounding dropped (``softsnake.kernels.compensated``),
             so that the velocity (x - x_n) / h carries no rounding of the positions. Float32 positions resolve
             velocities only to their spacing over h (6e-5 m/s at h = 1/1920 s 0.3 m from the world's frame), and
-            what rolls freely keeps that: at 1/1920 s the coarse snake at rest gathers 1.2e-8 J and creeps 0.2 mm in
-            3 s, compensated 5.3e-11 J and 0.3 um (experiments/results/convergence.md, "Compensated positions",
-            "Rotations as pairs").
-            Linear velocities are kept as pairs too, and the contact rows read the pairs themselves: a sliding
+            what rolls freely keeps that: at 1/1920 s the coarse snake at rest gathers 5e-9 J and creeps 0.09 mm in
+            3 s, compensated 6.3e-11 J and 0.3 um (experiments/results/convergence.md, "Compensated positions",
+            "Rotations as pairs"). Velocities are kept as pairs too, and the contact rows read the pairs themselves: a sliding
             particle then stops within 0.001 mm of where implicit Euler puts it at every step to 1/15360 s, the
             same wherever it is (convergence.md, "Contacts at small steps"). A body's rotation pair keeps turns
             below its quaternion's spacing: a pendulum released from rest swings at 1/9600 s, where a float32
