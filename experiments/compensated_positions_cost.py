@@ -1,7 +1,7 @@
 """What compensated positions cost: the coarse snake's gait per frame with float32 positions and with float32 pairs.
 
 ``SolverSettings.compensated_positions`` (``softsnake.kernels.compensated``) adds a few vec3 reads and writes per
-entity and substep and one row kernel per assembly, and lowers the round-off floor at which the Newton loop may stop
+entity and substep (a body's: spatial_vectors, and its rotation's turns in float64) and one row kernel per assembly, and lowers the round-off floor at which the Newton loop may stop
 (the positions' own rounding no longer counts), so a substep that stopped at the floor may now use more of its
 budget. This script runs ``--snakes`` coarse snakes under the gait for ``--frames`` frames of 1/120 s at each
 ``--substeps``, the two settings alternating, ``--repeats`` times each, and prints the median wall time per frame,

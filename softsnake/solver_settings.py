@@ -24,8 +24,9 @@ steps rests at its converged stretch from 16 x 100 on balanced (to 1e-4), 15 % s
 (experiments/results/convergence.md, "Momentum balance by default")."""
 COMPENSATED_POSITIONS_MAX_STEP = 1.0 / 600.0
 """The longest substep [s] at which ``compensated_positions="auto"`` keeps positions as float32 pairs: the coarse
-snake at rest creeps 18 um in 3 s at 1/960 s with float32 positions and 209 um at 1/1920 s, 1.5 um at 1/480 s and
-8 um at 1/240 s; compensated, at most 4 um at every step (experiments/results/snake_at_rest.md)."""
+snake at rest creeps 149 um in 3 s at 1/960 s with float32 positions and 85 um at 1/1920 s, 0.8 um at 1/480 s and
+3.1 um at 1/240 s; compensated, at most 4 um at every step (experiments/results/snake_at_rest.md, fortieth session;
+before it, on another round-off path, 18 / 209 / 1.5 / 8 um)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -52,7 +53,8 @@ class SolverSettings:
         newton_floor: a world also stops once the root of its merit is within this factor of its round-off
             floor [-] and has stopped falling (``newton_floor_stall``): the floor is what float32's rounding of
             its positions alone leaves in its merit (each coordinate x stored to about 2^-23 |x| / sqrt(12),
-            carried through its rows and, balanced, its momentum gap; ``multipliers.row_round_off``), estimated
+            carried through its rows and, balanced with float32 positions, its momentum gap, which compensated
+            positions carry without rounding; ``multipliers.row_round_off``), estimated
             once per substep. Below that floor the merit only wanders, so a relative ``newton_tolerance`` under
             it is never met: with the tolerance alone the engine's own scenes ended 94-100 % of their substeps
             at the floor after all 16 iterations, and a warm start already there (a vine at rest: 47 % of a

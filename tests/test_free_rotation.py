@@ -85,7 +85,7 @@ def test_a_spinning_body_gains_what_its_torque_gives(substeps):
     0.01 rad/s in 1 s, at 2, 10 and 40 substeps of 1/240 s: the prediction adds the torque-free change and the
     torque's impulse to the world-frame omega (``integration.angular_velocity_increment``). Through the body
     frame and back, omega rounded at its own size every substep: the body gained 0.0114, 0.0154 and 0.034 rad/s,
-    and 5e-5 to 1.2e-3 rad/s across its axis. Float32 positions: within 5e-4 rad/s (a substep's gain, 4e-5 to
+    and 5e-5 to 1.2e-3 rad/s across its axis. Float32 positions: within 5e-4 rad/s (a substep's gain, 2e-5 to
     1e-6 rad/s, rounded at omega's spacing, 9.5e-7 rad/s; measured 6e-5, 4.1e-4, 4.2e-4) and 1e-4 across (measured
     5e-6 to 9e-5). Compensated, the angular velocity a pair (``State.body_qd_low``): within 2e-6 rad/s (measured
     5e-7) and 1e-6 across (measured 2e-7)."""

@@ -222,8 +222,8 @@ def built_out_travel(distance, compensated):
 def test_snake_built_far_out_walks_as_at_the_origin(compensated):
     """A coarse snake built 100 m and 1000 m out in its own coordinates walks 0.5 s of the gait (4.3 mm) as at the
     origin, within 2e-6 m, when its positions are compensated (measured 3.9e-7 and 6.9e-7 m at the gait's 1/240 s
-    substeps, where the engine's "auto" leaves them float32: then 7.1e-6 and 2.2e-5 m; over 3 s, 0.003 mm against
-    0.09 mm: experiments/snake_far_from_origin.py). Each substep runs in its world's frame either way; what the
+    substeps, where the engine's "auto" leaves them float32: then 7.1e-6 and 2.2e-5 m; over 3 s, 0.001 mm against
+    0.07 mm: experiments/snake_far_from_origin.py). Each substep runs in its world's frame either way; what the
     pairs add is the stored positions' rounding (float32's spacing at 100 m is 7.6e-6 m), which float32 writes back
     every substep."""
     reference = built_out_travel(0.0, compensated)

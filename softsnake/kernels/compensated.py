@@ -4,8 +4,8 @@ constraints read and the remainder its rounding dropped.
 Positions are the unknowns of a substep and the velocity is (x - x_n) / h, so a float32 position resolves velocities
 only to its spacing over h: 3e-8 m / h for a coordinate near 0.3 m from its world's frame (``kernels.world_frame``),
 6e-5 m/s at h = 1/1920 s. Each substep's answer is rounded at that level, and what rolls freely keeps it: the coarse
-snake at rest gains 1e-8 J at 16 substeps (experiments/results/convergence.md, "The time step and float32's velocity
-resolution"). Storing the remainder r of every rounding (x = hi + r exactly, |r| <= half hi's spacing; Kahan's
+snake at rest gains 5e-9 J at 16 substeps (experiments/results/snake_at_rest.md; convergence.md, "The time step and
+float32's velocity resolution"). Storing the remainder r of every rounding (x = hi + r exactly, |r| <= half hi's spacing; Kahan's
 compensated summation, the pair renormalised after every addition) removes the rounding where it enters the
 velocity, and the rows see it to first order:
 
