@@ -6,8 +6,8 @@ near 0.7, where float32's spacing is 6e-8: a float32 quaternion rounds a turn pe
 rest the bar turns by about h^2 g theta / d per substep (3e-9 rad at 1/9600 s); compensated substeps (from 1/600 s on)
 keep each rotation's remainder (``State.body_q_low``), so the swing should follow implicit Euler's decay,
 exp(-omega^2 h t / 2). For each number of substeps of 1/240 s frames (the engine's default solver, and ``--newton N``
-for a shorter budget), over ``--seconds``: the bar centre's largest swing to either side against the release's (amplitude ratios), and its x at a quarter of the
-small-amplitude period (0 at the bottom). ``--distances`` builds the bar with its hinge that far out along x [m]
+for a shorter budget), over ``--seconds``: the bar centre's largest swing to either side against the release's
+(amplitude ratios), and its x at a quarter of the small-amplitude period (0 at the bottom). ``--distances`` builds the bar with its hinge that far out along x [m]
 (placement: the swing should not depend on it), ``--cold`` starts every substep's multipliers from zero (warm or cold:
 neither should it). Prints the table and writes it to rotation_rounding[_newton<N>][_cold][_far].md in --out.
 
