@@ -207,17 +207,17 @@ def system_commands(solver, state, control, h):
 
 def round_off_commands(solver, state):
     """What float32's rounding of the positions alone leaves in each world's merit (``solver.merit_floor``):
-    the rows' share (``multipliers.row_round_off``) and, where the iteration balances momentum, the gap's
-    (``momentum.add_momentum_round_off``)."""
+    the rows' share (``multipliers.row_round_off``) and, where the iteration balances momentum with float32
+    positions, the gap's (compensated, the gap carries no rounding: ``momentum.add_momentum_round_off``)."""
     m, s = solver.model, solver
     commands = [s.record(multipliers.row_round_off, m.row_count, [
         m.solve_offsets, m.solve_columns, s.J_solve_values, state.particle_q, state.body_q, m.particle_count,
         int(s.compensating), s.row_residual_scale], outputs=[s.row_floor])]
     commands += world_dot_commands(s, s.row_floor, s.row_floor, s.merit_floor, weight=s.inv_diagonal)
-    if s.balances_momentum:
+    if s.balances_momentum and not s.compensating:
         commands.append(s.record(momentum.add_momentum_round_off, m.world_count, [
             m.particle_world_start_device, m.body_world_start_device, int(s.momentum_first_entity == 0),
-            int(s.compensating), state.particle_q, m.particle_inv_mass,
+            state.particle_q, m.particle_inv_mass,
             state.body_q, m.body_inv_mass, m.body_inertia], outputs=[s.merit_floor]))
     return commands
 

@@ -53,8 +53,8 @@ class SolverSettings:
         newton_floor: a world also stops once the root of its merit is within this factor of its round-off
             floor [-] and has stopped falling (``newton_floor_stall``): the floor is what float32's rounding of
             its positions alone leaves in its merit (each coordinate x stored to about 2^-23 |x| / sqrt(12),
-            carried through its rows and, balanced, its momentum gap (compensated: its rotations' share alone);
-            ``multipliers.row_round_off``), estimated
+            carried through its rows and, balanced with float32 positions, its momentum gap, which compensated
+            positions carry without rounding; ``multipliers.row_round_off``), estimated
             once per substep. Below that floor the merit only wanders, so a relative ``newton_tolerance`` under
             it is never met: with the tolerance alone the engine's own scenes ended 94-100 % of their substeps
             at the floor after all 16 iterations, and a warm start already there (a vine at rest: 47 % of a

@@ -84,7 +84,6 @@ def add_momentum_round_off(
     particle_world_start: wp.array(dtype=int),
     body_world_start: wp.array(dtype=int),
     particles: int,
-    compensated: int,
     particle_q: wp.array(dtype=wp.vec3),
     particle_inv_mass: wp.array(dtype=float),
     body_q: wp.array(dtype=wp.transform),
@@ -95,17 +94,13 @@ def add_momentum_round_off(
     """merit_floor[w] += what float32's rounding of the positions leaves in ``add_momentum_merit``'s d^T M d:
     each coordinate x rounded by ``ROUND_OFF`` |x| (a body's rotation by ``ROUND_OFF`` rad about each axis),
     one thread per world in a fixed order; the particles' share only where their gap is in the merit
-    (``particles`` 1), since a plain particle's merit share is 0 whatever its rounding. With compensated positions
-    (``kernels.compensated``) x - x~ carries the remainders, a body's turn taken between its rotation pairs, but the
-    rotation's share stays: the gap's J^T lambda turns each row's lever by the float32 quaternion, whose arithmetic
-    rounds at ``ROUND_OFF`` rad whatever its remainder (as ``multipliers.row_round_off`` counts a rotation's column
-    at 1). Without it 50-74 % of a vine's compensated substeps at 1/5760 s ran to the budget (18 and 36 % with it),
-    at twice the wall time, their tips within 0.6 mm of those that stopped at the floor (a micrometre's change of
-    the start moves them 0.5-2 mm: experiments/results/convergence.md, "Rotations as pairs")."""
+    (``particles`` 1), since a plain particle's merit share is 0 whatever its rounding. Not with compensated
+    positions (``kernels.compensated``): x - x~ carries the remainders there, a body's turn taken between its
+    rotation pairs in float64, and nothing of the gap is rounded."""
     w = nonnegative(wp.tid())
     total = float(0.0)
     i = nonnegative(particle_world_start[w])
-    if particles == 0 or compensated != 0:
+    if particles == 0:
         i = particle_world_start[w + 1]
     while i < particle_world_start[w + 1]:
         if particle_inv_mass[i] > 0.0:
@@ -117,8 +112,6 @@ def add_momentum_round_off(
         if body_inv_mass[b] > 0.0:
             p = wp.transform_get_translation(body_q[b])
             inertia = body_inertia[b]
-            total += inertia[0, 0] + inertia[1, 1] + inertia[2, 2]
-            if compensated == 0:
-                total += wp.dot(p, p) / body_inv_mass[b]
+            total += inertia[0, 0] + inertia[1, 1] + inertia[2, 2] + wp.dot(p, p) / body_inv_mass[b]
         b += 1
     merit_floor[w] = merit_floor[w] + ROUND_OFF * ROUND_OFF * total
