@@ -394,8 +394,10 @@ def eval_contact_rows(
             p_n = p - n * contact_slot_radius[s]
             r_n = p_n - wp.transform_get_translation(body_tf)
             start_tf = body_q_prev[body]
-            turn = rotation_vector_between(wp.transform_get_rotation(body_tf), wp.transform_get_rotation(start_tf))
-            if compensated != 0:
+            turn = wp.vec3(0.0)
+            if compensated == 0:
+                turn = rotation_vector_between(wp.transform_get_rotation(body_tf), wp.transform_get_rotation(start_tf))
+            else:
                 # The contact point's remainder: the centre's, and the rotation's delta turning the lever; the turn
                 # since the start between the rotation pairs (a float32 q q_n^-1 carries its product's rounding).
                 body_low = body_q_low[body]

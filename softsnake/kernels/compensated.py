@@ -90,11 +90,16 @@ def rotation_log64(q: wp.quatd):
 
 
 @wp.func
+def normalized64(q: wp.quat):
+    """The float32 quaternion q (its norm within float32's rounding of 1) as a unit float64 quaternion, q / |q|."""
+    return wp.normalize(wp.quatd(wp.float64(q[0]), wp.float64(q[1]), wp.float64(q[2]), wp.float64(q[3])))
+
+
+@wp.func
 def rotation64(q: wp.quat, delta: wp.vec3):
-    """The rotation of the pair (q, delta), exp(delta) q / |q|, as a float64 quaternion: q the float32 value (its
-    norm within float32's rounding of 1), delta the rotation vector its rounding dropped [rad] (world frame)."""
-    q64 = wp.normalize(wp.quatd(wp.float64(q[0]), wp.float64(q[1]), wp.float64(q[2]), wp.float64(q[3])))
-    return rotation_exp64(wp.vec3d(delta)) * q64
+    """The rotation of the pair (q, delta), exp(delta) q / |q|, as a float64 quaternion: q the float32 value,
+    delta the rotation vector its rounding dropped [rad] (world frame)."""
+    return rotation_exp64(wp.vec3d(delta)) * normalized64(q)
 
 
 @wp.func
@@ -102,7 +107,7 @@ def rotation_pair(q: wp.quatd):
     """A float64 unit quaternion as the pair (q_hi, delta): q_hi its float32 rounding, delta = log(q q_hi^-1) the
     rotation that rounding dropped [rad] (``rotation64``'s inverse; |delta| about float32's spacing)."""
     hi = wp.quat(q)
-    return hi, wp.vec3(rotation_log64(q * wp.quat_inverse(rotation64(hi, wp.vec3(0.0)))))
+    return hi, wp.vec3(rotation_log64(q * wp.quat_inverse(normalized64(hi))))
 
 
 @wp.func

@@ -204,10 +204,13 @@ def predict_bodies(
     i = nonnegative(wp.tid())
     tf = body_q[i]
     body_q_prev[i] = tf
-    qd = predicted_body_velocity(tf, body_qd[i], body_f[i], body_inv_mass[i], body_inertia[i], body_inv_inertia[i],
-                                 gravity, planar_axis, h)
-    tf_pred = predicted_body_pose(tf, qd, h)
-    if compensated != 0:
+    qd = wp.spatial_vector()
+    tf_pred = tf
+    if compensated == 0:
+        qd = predicted_body_velocity(tf, body_qd[i], body_f[i], body_inv_mass[i], body_inertia[i],
+                                     body_inv_inertia[i], gravity, planar_axis, h)
+        tf_pred = predicted_body_pose(tf, qd, h)
+    else:
         qd_in = body_qd[i]
         qd_low = body_qd_low[i]
         v, v_low = predicted_velocity_pair(wp.spatial_top(qd_in), wp.spatial_top(qd_low),
