@@ -17,7 +17,7 @@ import sys
 
 import numpy as np
 
-from softsnake.cli.common import experiment_parser, make_output_folder
+from softsnake.cli.common import experiment_parser, float_list, make_output_folder
 from softsnake.output_files import write_dict_csv
 from softsnake.plotting import new_figure, save, styled
 from softsnake.robots.snake.plots import top_view
@@ -25,10 +25,6 @@ from softsnake.robots.snake.simulation import SnakeSimulation
 
 GAIT_PERIOD = 0.5
 """Period of the paper's gait, f = 2 Hz [s]: headings are averaged over it (the modules swing with the gait)."""
-
-
-def floats(text):
-    return [float(v) for v in text.split(",") if v.strip()]
 
 
 def period_means(time, values, period):
@@ -51,7 +47,7 @@ def simulation(args, snakes):
 @styled
 def main(argv):
     parser = experiment_parser(__doc__, __file__)
-    parser.add_argument("--targets", type=floats, default=[-0.3, 0.0, 0.3], help="target headings [rad], one snake each")
+    parser.add_argument("--targets", type=float_list, default=[-0.3, 0.0, 0.3], help="target headings [rad], one snake each")
     parser.add_argument("--seconds", type=float, default=20.0, help="simulated time [s]")
     parser.add_argument("--gain", type=float, default=2.0, help="offset per radian of heading error [1/rad]")
     parser.add_argument("--limit", type=float, default=0.5, help="largest offset [-]")

@@ -22,7 +22,7 @@ import sys
 import numpy as np
 
 import softsnake
-from softsnake.cli.common import POSITION_SETTINGS, add_positions_option, positions_suffix
+from softsnake.cli.common import POSITION_SETTINGS, add_positions_option, float_list, positions_suffix
 from softsnake.console import quiet_warp
 from softsnake.robots.snake.config import load_snake_config
 from softsnake.robots.snake.gait import GaitParams, gait_command
@@ -65,19 +65,18 @@ def travel(distance, seconds, substeps, **positions):
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=3.0)
-    parser.add_argument("--distances", default="0,10,30,100")
+    parser.add_argument("--distances", type=float_list, default=[0.0, 10.0, 30.0, 100.0])
     parser.add_argument("--substeps", type=int, default=2)
     add_positions_option(parser)
     args = parser.parse_args(argv)
     positions = {"compensated_positions": POSITION_SETTINGS[args.positions]}
     quiet_warp()
-    distances = [float(d) for d in args.distances.split(",")]
     print(f"coarse snake, paper gait without latency, {args.seconds:g} s in {args.substeps} substeps per 1/120 s "
           f"frame{positions_suffix(args)[1]}, built d m out along x (softsnake {softsnake.__file__})")
     print("| d [m] | forward [mm] | lateral [mm] | from the snake at 0: x / y [mm] |")
     print("|---:|---:|---:|---|")
     reference = None
-    for d in distances:
+    for d in args.distances:
         t = travel(d, args.seconds, args.substeps, **positions)
         reference = t if reference is None else reference
         print(f"| {d:g} | {1e3 * t[0]:.3f} | {1e3 * t[1]:.3f} | {1e3 * (t[0] - reference[0]):+.3f} / "
