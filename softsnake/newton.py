@@ -173,15 +173,14 @@ def displacement_commands(solver, state):
     s = solver
     m = s.model
     skip = [m.particle_world, m.body_world, s.held_worlds()]
-    commands = [s.record(integration.substep_displacements, s.entity_count, [
+    if s.compensating:
+        return [s.record(compensated.compensated_displacements, s.entity_count, [
+            state.particle_q, s.particle_q_prev, s.particle_q_pred, state.particle_q_low, s.particle_q_prev_low,
+            s.particle_q_pred_low, state.body_q, s.body_q_prev, s.body_q_pred, state.body_q_low, s.body_q_prev_low,
+            s.body_q_pred_low, m.particle_count, *skip], outputs=[s.displacement, s.offset])]
+    return [s.record(integration.substep_displacements, s.entity_count, [
         state.particle_q, s.particle_q_prev, s.particle_q_pred, state.body_q, s.body_q_prev, s.body_q_pred,
         m.particle_count, *skip], outputs=[s.displacement, s.offset])]
-    if s.compensating:
-        commands.append(s.record(compensated.add_remainder_differences, s.entity_count, [
-            state.particle_q_low, s.particle_q_prev_low, s.particle_q_pred_low, state.body_q, s.body_q_prev,
-            s.body_q_pred, state.body_q_low, s.body_q_prev_low,
-            s.body_q_pred_low, m.particle_count, *skip], outputs=[s.displacement, s.offset]))
-    return commands
 
 
 def system_commands(solver, state, control, h):

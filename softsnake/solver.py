@@ -452,7 +452,7 @@ class Solver:
         worlds' iterations were their own, experiments/results/vine.md, "Runtime"). Skipped: the whole-solve kernels'
         worlds (their solution, unused, keeps the last one), the update's product, and the assembly's displacements,
         inertias, rows, momentum gaps, right-hand sides and merit sums. Skipped together, a kernel and the ones that add
-        into its outputs (``add_remainders_to_rows``, ``add_remainder_differences``, ``add_momentum_merit``) leave the
+        into its outputs (``add_remainders_to_rows``, ``compensated_displacements``, ``add_momentum_merit``) leave the
         world's arrays as they are; kernels that only copy or read them (``gather_values``, the judgement, the counts)
         run, and so do the batched solver's, over all rows. tests/test_solver.py
         (``test_newton_loop_ending_early_changes_no_bit``) and the golden states check that nothing moves."""

@@ -21,7 +21,7 @@ velocity, and the rows see it to first order:
   q's spacing (6e-8 rad where its components lie near 0.7; a pendulum released from rest turns 3e-9 rad per
   substep at 1/9600 s) is kept, not rounded away while the joints move its centre;
 - the displacements x - x_n and x - x~ (damping rows, the momentum gap) and the velocities add the remainders'
-  difference to the values' (``add_remainder_differences``); a body's turns are taken between the pairs in float64
+  difference to the values' (``compensated_displacements``); a body's turns are taken between the pairs in float64
   (``rotation_between_pairs``): a float32 q q~^-1 carries its product's rounding, ~6e-8 rad whatever the angle;
 - a row's residual is evaluated at the values, and the remainders shift it by J r, which ``add_remainders_to_rows``
   adds (c(hi + r) = c(hi) + J r + O(r^2), the linearisation the Newton iteration itself uses; a body's angular
@@ -141,8 +141,20 @@ def entity_remainder(e: int, particle_count: int, particle_low: wp.array(dtype=w
     return wp.spatial_top(body_low[nonnegative(e - particle_count)])
 
 
+@wp.func
+def entity_position(e: int, particle_count: int, particle_q: wp.array(dtype=wp.vec3),
+                    body_q: wp.array(dtype=wp.transform)):
+    """The position of entity e (a body's: its centre's)."""
+    if e < particle_count:
+        return particle_q[e]
+    return wp.transform_get_translation(body_q[nonnegative(e - particle_count)])
+
+
 @wp.kernel
-def add_remainder_differences(
+def compensated_displacements(
+    particle_q: wp.array(dtype=wp.vec3),
+    particle_q_prev: wp.array(dtype=wp.vec3),
+    particle_q_pred: wp.array(dtype=wp.vec3),
     particle_low: wp.array(dtype=wp.vec3),
     particle_prev_low: wp.array(dtype=wp.vec3),
     particle_pred_low: wp.array(dtype=wp.vec3),
@@ -159,20 +171,23 @@ def add_remainder_differences(
     displacement: wp.array(dtype=float),
     offset: wp.array(dtype=float),
 ):
-    """x - x_n and x - x~ per degree of freedom (``integration.substep_displacements``, from the values) plus the
-    remainders' differences; a body's rotations between the pairs instead (``rotation_between_pairs``: the values'
-    float32 rotation vector carries its product's rounding). Held worlds (``Solver.held_worlds``) are skipped here
-    as there."""
+    """``integration.substep_displacements`` between pairs: x - x_n and x - x~ per degree of freedom, the values'
+    difference plus the remainders'; a body's rotations between the pairs in float64 (``rotation_between_pairs``:
+    the values' float32 rotation vector would carry its product's rounding). Held worlds (``Solver.held_worlds``)
+    are skipped as there."""
     e = nonnegative(wp.tid())
     if entity_world_held(e, particle_count, particle_world, body_world, held):
         return
     base = entity_dof_start(e, particle_count)
+    x = entity_position(e, particle_count, particle_q, body_q)
+    x_n = entity_position(e, particle_count, particle_q_prev, body_q_prev)
+    x_pred = entity_position(e, particle_count, particle_q_pred, body_q_pred)
     r = entity_remainder(e, particle_count, particle_low, body_low)
     r_n = entity_remainder(e, particle_count, particle_prev_low, body_prev_low)
     r_pred = entity_remainder(e, particle_count, particle_pred_low, body_pred_low)
     for k in range(3):
-        displacement[base + k] = displacement[base + k] + (r[k] - r_n[k])
-        offset[base + k] = offset[base + k] + (r[k] - r_pred[k])
+        displacement[base + k] = (x[k] - x_n[k]) + (r[k] - r_n[k])
+        offset[base + k] = (x[k] - x_pred[k]) + (r[k] - r_pred[k])
     if e >= particle_count:
         b = nonnegative(e - particle_count)
         q = wp.transform_get_rotation(body_q[b])
