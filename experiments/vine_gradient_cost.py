@@ -71,7 +71,7 @@ def main(argv=None):
         gradient = statistics.median(gradient_seconds(links) for _ in range(args.repeats))
         rows.append({"links": links, "forward_ms_per_step": 1e3 * forward / STEPS,
                      "record_and_gradient_ms_per_step": 1e3 * gradient / STEPS, "ratio": gradient / forward,
-                     "colours": len(_JacobianPattern(batch(links).model).colors),
+                     "colours": _JacobianPattern(batch(links).model).colour_count,
                      "record_bytes_per_vine_step": record_bytes(links)})
     write_dict_csv(out / "vine_gradient_cost.csv", rows)
     print("| links | forward [ms/step] | record + gradient [ms/step] | ratio | colours | record [B/vine-step] |")
