@@ -175,6 +175,7 @@ class _StepEquations:
         body_dofs = [3 * P + np.arange(6 * a, 6 * b) for a, b in zip(m.body_world_start[:-1], m.body_world_start[1:])]
         rows = [np.arange(a, b) for a, b in zip(m.row_world_start[:-1], m.row_world_start[1:])]
         self.world_unknowns = [np.concatenate([p, b, self.dofs + r]) for p, b, r in zip(particle_dofs, body_dofs, rows)]
+        self.blocks = pattern.world_blocks(self.world_unknowns)
         is_contact = np.zeros(max(m.row_count, 1), dtype=np.int32)
         is_contact[:m.row_count] = row_kinds(m) > 0  # contact normal and friction rows
         self.row_is_contact = wp.array(is_contact, dtype=int, device=d)
@@ -393,7 +394,13 @@ class _StepEquations:
             self._run("colour", self._colour)
         p = self.pattern
         by_color = self.stacked.numpy().astype(np.float64).reshape(-1, p.size)
-        return scipy.sparse.csr_matrix((by_color[p.entry_color, p.cols], (p.rows, p.cols)), shape=(p.size, p.size))
+        return scipy.sparse.csr_matrix((by_color[p.entry_color, p.cols], p.cols, p.indptr), shape=(p.size, p.size))
+
+    def world_blocks(self, jacobian):
+        """Each world's diagonal block of ``jacobian`` (``jacobian()``), in its unknowns' order (no entry couples
+        two worlds), from the pattern's indices: no sparse indexing per step."""
+        return [scipy.sparse.csr_matrix((jacobian.data[entries], indices, indptr), shape=(len(indptr) - 1,) * 2)
+                for entries, indices, indptr in self.blocks]
 
 
 class _JacobianPattern:
@@ -462,9 +469,26 @@ class _JacobianPattern:
         self.colour = color
         self.colour_count = int(color.max()) + 1 if size else 0
         # The entries of dG/dy: row (equation), column (unknown), and the colour whose backward gives them.
-        self.rows = np.repeat(np.arange(size), np.diff(deps.indptr))
+        self.indptr = deps.indptr.astype(np.int64)
         self.cols = deps.indices.astype(np.int64)
-        self.entry_color = color[self.rows]
+        self.entry_color = color[np.repeat(np.arange(size), np.diff(deps.indptr))]
+
+    def world_blocks(self, world_unknowns):
+        """Per world (its unknowns, increasing): the positions of its diagonal block's entries among dG/dy's (CSR
+        order) and the block's own CSR column indices and row starts. Raises if an entry couples two worlds."""
+        local = np.full(self.size, -1, dtype=np.int64)
+        blocks = []
+        for unknowns in world_unknowns:
+            local[unknowns] = np.arange(len(unknowns))
+            starts, counts = self.indptr[unknowns], np.diff(self.indptr)[unknowns]
+            indptr = np.concatenate([[0], np.cumsum(counts)])
+            entries = np.repeat(starts - indptr[:-1], counts) + np.arange(indptr[-1])
+            indices = local[self.cols[entries]]
+            if len(indices) and (indices < 0).any():
+                raise RuntimeError("dG/dy has an entry between two worlds")  # the pattern's construction forbids it
+            blocks.append((entries, indices, indptr))
+            local[unknowns] = -1
+        return blocks
 
 
 class _ReplayedBackward:
@@ -568,12 +592,17 @@ def _solve_transposed(jacobian, rhs):
     the LU's answer is not finite, huge or does not solve the system, dG/dy is singular (the coplanar corners of a box resting on a face share its load in a way the solve
     leaves open, which does not change the motion), the least-squares solution without its singular
     directions."""
-    A = scipy.sparse.csr_matrix(jacobian.T)
-    row_norm = np.sqrt(np.asarray(A.multiply(A).sum(axis=1)).ravel())
-    col_norm = np.sqrt(np.asarray(A.multiply(A).sum(axis=0)).ravel())
+    # A = jacobian^T, equilibrated: its rows are the jacobian's columns, and its CSC arrays are the jacobian's CSR ones.
+    J = scipy.sparse.csr_matrix(jacobian)
+    J.sort_indices()
+    n = J.shape[0]
+    entry_row = np.repeat(np.arange(n), np.diff(J.indptr))
+    squares = J.data * J.data
+    row_norm = np.sqrt(np.bincount(J.indices, squares, minlength=n))
+    col_norm = np.sqrt(np.bincount(entry_row, squares, minlength=n))
     Dr = 1.0 / np.where(row_norm > 0.0, row_norm, 1.0)
     Dc = 1.0 / np.where(col_norm > 0.0, col_norm, 1.0)
-    scaled = scipy.sparse.csc_matrix(scipy.sparse.diags(Dr) @ A @ scipy.sparse.diags(Dc))
+    scaled = scipy.sparse.csc_matrix((J.data * Dr[J.indices] * Dc[entry_row], J.indices, J.indptr), shape=(n, n))
     b = Dr * rhs
     bound = max(np.abs(b).max(), 1e-300) / SINGULAR_CUTOFF
     try:
@@ -585,7 +614,7 @@ def _solve_transposed(jacobian, rhs):
             return Dc * z
     except RuntimeError:
         pass
-    if A.shape[0] > DENSE_SOLVE_LIMIT:
+    if n > DENSE_SOLVE_LIMIT:
         return Dc * _regularized_least_squares(scaled, b, SPARSE_REGULARIZATION)
     return Dc * np.linalg.lstsq(scaled.toarray(), b, rcond=SINGULAR_CUTOFF)[0]
 
@@ -712,8 +741,8 @@ def _rollout_gradient(solver, records, adjoint_end, parameters, adjoint_after_st
         jacobian = eq.jacobian()
         y_bar = np.concatenate([u_bar[:n_dofs], np.zeros(m.row_count)])
         mu = np.zeros(pattern.size)
-        for world, unknowns in enumerate(eq.world_unknowns):
-            mu[unknowns] = _solve_transposed(jacobian[unknowns][:, unknowns], y_bar[unknowns])
+        for world, (unknowns, block) in enumerate(zip(eq.world_unknowns, eq.world_blocks(jacobian))):
+            mu[unknowns] = _solve_transposed(block, y_bar[unknowns])
             if not (np.all(np.isfinite(y_bar[unknowns])) and np.all(np.isfinite(mu[unknowns]))):
                 raise SimulationError(
                     f"the gradient blew up: the adjoint of world {world} is not finite at substep {k} (step "
