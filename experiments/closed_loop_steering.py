@@ -57,6 +57,9 @@ def main(argv):
     parser.add_argument("--workers", type=int, default=0, help="CPU worker processes (0: one per core; 1: none)")
     parser.add_argument("--device", default="cpu")
     args = parser.parse_args(argv)
+    if not 0.0 < args.window < args.seconds:
+        parser.error(f"--window {args.window:g} s must be positive and shorter than --seconds {args.seconds:g} s, which "
+                     "it averages the last part of")
     out = make_output_folder(args.out)
     targets = np.asarray(args.targets)
     snakes = len(targets)

@@ -59,17 +59,22 @@ CHOSEN_BLOCK_THREADS = linear_solve.whole_solve_threads
 
 @wp.kernel
 def scale_add(t: wp.array(dtype=float), y: wp.array(dtype=float), alpha: float, beta: float, z: wp.array(dtype=float)):
-    """z = alpha t + beta y (Warp's matvec contract)."""
+    """z = alpha t + beta y (Warp's matvec contract: y is not read where beta is 0, as in BLAS; Warp's CR passes
+    buffers it allocated with ``wp.empty`` there, and 0 times their NaN bit patterns turned its solves NaN)."""
     i = wp.tid()
-    z[i] = alpha * t[i] + beta * y[i]
+    z[i] = alpha * t[i]
+    if beta != 0.0:
+        z[i] = z[i] + beta * y[i]
 
 
 @wp.kernel
 def jacobi(x: wp.array(dtype=float), y: wp.array(dtype=float), inv_diagonal: wp.array(dtype=float), alpha: float,
            beta: float, z: wp.array(dtype=float)):
-    """z = alpha D^-1 x + beta y."""
+    """z = alpha D^-1 x + beta y (y not read where beta is 0, as ``scale_add``)."""
     i = wp.tid()
-    z[i] = alpha * inv_diagonal[i] * x[i] + beta * y[i]
+    z[i] = alpha * inv_diagonal[i] * x[i]
+    if beta != 0.0:
+        z[i] = z[i] + beta * y[i]
 
 
 def snake_system(snakes, device, resolution="paper"):

@@ -65,6 +65,9 @@ def main(argv=None):
     period = 2.0 * math.pi * math.sqrt(pivot_inertia / (MASS * 9.81 * HALF[0]))
     release = HALF[0] * math.sin(args.tilt)
     quarter = round(0.25 * period / FRAME) - 1
+    if args.seconds < 0.25 * period:
+        parser.error(f"--seconds {args.seconds:g} ends before a quarter period ({0.25 * period:.3f} s), where the table "
+                     "reads the bar's x")
     lines = [f"device: cpu; bar hinged at its end, released {args.tilt:g} rad off the vertical, period {period:.4f} s, "
              f"swing +-{1e3 * release:.3f} mm, {args.seconds:g} s; solver {options or 'default'}", "",
              "| hinge x [m] | substeps | h [s] | largest swing after release / release: -x, +x | "
