@@ -690,7 +690,7 @@ def _accumulate(target, arrays, sign=1.0):
             target[key] = target.get(key, 0.0) + sign * array.grad.numpy().astype(np.float64)
 
 
-def rollout_gradient(solver, records, adjoint_end, parameters=None, adjoint_after_step=None):
+def rollout_gradient(solver, records, adjoint_end, parameters=None, adjoint_after_step=None, *, per_step=False):
     """Gradient of a loss of the last state of a recorded rollout (``record_rollout``) by the adjoint method.
 
     Every substep is differentiated at its converged point by the implicit function theorem: with
@@ -710,6 +710,9 @@ def rollout_gradient(solver, records, adjoint_end, parameters=None, adjoint_afte
         gradient sums over the steps}
     adjoint_after_step(k): optional, dL/d(state after step k) of a loss over the whole rollout (a dict
         like adjoint_end, or None), added to adjoint_end's for the last step
+    per_step: return each parameter's gradient per step, (steps, *its shape), the terms of that step's substeps
+        summed, instead of the sum over all steps: dL/d(the value a Control field held during step k), for inputs
+        that change from step to step (a gait's pressures; ``softsnake.robots.snake.gait_gradient``)
     Returns (dL/d(first state) as a dict like adjoint_end, {name: dL/d(parameter)} as NumPy arrays).
     """
     m = solver.model
@@ -722,7 +725,8 @@ def rollout_gradient(solver, records, adjoint_end, parameters=None, adjoint_afte
     for array in parameters.values():
         array.requires_grad = True
     try:
-        return _rollout_gradient(solver, records, adjoint_end, parameters, adjoint_after_step, state, control)
+        return _rollout_gradient(solver, records, adjoint_end, parameters, adjoint_after_step, state, control,
+                                 per_step)
     finally:
         # The caller's arrays as they were: no gradient array left on them (a solver's recorded steps hold its
         # model's arrays as they were recorded, without one: softsnake.robots.vine.simulation.VineBatch.restart).
@@ -730,19 +734,20 @@ def rollout_gradient(solver, records, adjoint_end, parameters=None, adjoint_afte
             array.requires_grad = False
 
 
-def _rollout_gradient(solver, records, adjoint_end, parameters, adjoint_after_step, state, control):
+def _rollout_gradient(solver, records, adjoint_end, parameters, adjoint_after_step, state, control, per_step):
     """``rollout_gradient`` with its parameters' gradient arrays allocated."""
     m = solver.model
     shapes = {name: getattr(state, name).numpy().shape for name in STATE_ARRAYS}
     adj = {name: np.asarray(adjoint_end.get(name, np.zeros(shapes[name])), dtype=np.float64).reshape(shapes[name])
            for name in STATE_ARRAYS}
     adj = _in_plane(adj, m.planar_axis)
-    grads = {}
+    grads, by_step = {}, {}  # the sums over all substeps; per_step: step -> {name: its substeps' terms}
     pattern = _JacobianPattern(m)
     equations = {}  # per substep length [s]
     for k in range(len(records) - 1, -1, -1):
         record = records[k]
         ends_its_step = k == len(records) - 1 or records[k + 1].step != record.step
+        targets = (grads, by_step.setdefault(record.step, {})) if per_step else (grads,)
         extra = adjoint_after_step(record.step) if adjoint_after_step is not None and ends_its_step else None
         for name, values in (extra or {}).items():
             adj[name] = adj[name] + np.asarray(values, dtype=np.float64).reshape(shapes[name])
@@ -776,7 +781,8 @@ def _rollout_gradient(solver, records, adjoint_end, parameters, adjoint_after_st
             pred_bar[name] -= predicted[name].grad.numpy().astype(np.float64)
         start_bar = {name: -start[name].grad.numpy().astype(np.float64) if start[name].grad is not None
                      else np.zeros(shapes[name]) for name in STATE_ARRAYS}
-        _accumulate(grads, parameters, -1.0)
+        for target in targets:
+            _accumulate(target, parameters, -1.0)
         g_back.zero()
         for array in parameters.values():
             array.grad.zero_()
@@ -787,8 +793,13 @@ def _rollout_gradient(solver, records, adjoint_end, parameters, adjoint_after_st
         eq.predict_back.backward({predicted[name]: pred_bar[name] for name in STATE_ARRAYS})
         adj = {name: start_bar[name].reshape(shapes[name]) + start[name].grad.numpy().astype(np.float64).reshape(shapes[name])
                for name in STATE_ARRAYS}
-        _accumulate(grads, parameters, 1.0)
+        for target in targets:
+            _accumulate(target, parameters, 1.0)
         eq.predict_back.zero()
         for array in parameters.values():
             array.grad.zero_()
+    if per_step:
+        steps = max(by_step, default=-1) + 1
+        return adj, {name: np.stack([by_step.get(k, {}).get(name, np.zeros(array.shape)) for k in range(steps)])
+                     for name, array in parameters.items()}
     return adj, grads
