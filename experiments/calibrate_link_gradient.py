@@ -34,6 +34,7 @@ from softsnake.cli.common import experiment_parser, make_output_folder
 from softsnake.gradients import record_rollout, rollout_gradient
 from softsnake.output_files import write_csv
 from softsnake.robots.snake.curvature import build_stands
+from softsnake.robots.snake.gait_gradient import GRADIENT_BUDGET
 from softsnake.robots.snake.robot import chamber_pressures, link_curvature
 from softsnake.units import psi_to_pa
 
@@ -45,8 +46,7 @@ PAPER_MESH_CURVATURE_AT_8_PSI = (-7.448, 7.450)
 """The paper-mesh stand link at -8 / +8 psi, converged [1/m] (tests/robots/snake/test_calibration.py)."""
 H = 1.0 / 120.0
 """Step [s]: one substep of the snake's 1/60 s frame."""
-BUDGET = {"substeps": 1, "newton_iterations": 30, "linear_iterations": 200, "newton_tolerance": 1e-7,
-          "linear_tolerance": 1e-6, "momentum_balance": True}
+BUDGET = {"substeps": 1, **GRADIENT_BUDGET}
 
 
 class Stand:

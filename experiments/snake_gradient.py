@@ -36,12 +36,12 @@ import softsnake
 from softsnake.cli.common import experiment_parser, make_output_folder
 from softsnake.gradients import record_rollout, rollout_gradient
 from softsnake.output_files import write_dict_csv
+from softsnake.robots.snake.gait_gradient import GRADIENT_BUDGET
 from softsnake.robots.snake.robot import chamber_pressures
 from softsnake.robots.snake.simulation import SnakeSimulation
 from softsnake.units import psi_to_pa
 
-BUDGET = {"newton_iterations": 30, "linear_iterations": 200, "newton_tolerance": 1e-7, "linear_tolerance": 1e-6,
-          "momentum_balance": True}
+BUDGET = GRADIENT_BUDGET
 PRESSURES_PSI = (8.0, -8.0, 8.0, -8.0)
 STEPS_RELATIVE = (3e-2, 1e-2, 3e-3)
 """Central-difference steps, relative to the factor [-]."""

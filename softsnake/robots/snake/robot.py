@@ -295,7 +295,7 @@ def add_snake(builder, config, resolution=None, *, position=(0.0, 0.0, 0.0), hea
                        wheel_bodies=np.asarray(wheels, dtype=np.int64), **_ranges(builder, starts))
 
 
-def chamber_pressures(model, link_channels, differential):
+def chamber_pressures(model, link_channels, differential, dtype=np.float32):
     """The pressure of every channel of ``model`` [Pa] (float32, for ``Control.pressure``) that
     drives the active chamber of every link with its differential pressure and leaves the other
     chamber at 0 (``softsnake.robots.actuation.chamber_targets``).
@@ -304,9 +304,10 @@ def chamber_pressures(model, link_channels, differential):
     link_channels: (links, 2) channels of (chamber 0, chamber 1) of each link within one world
         (``SnakeHandle.link_channels``)
     differential: (worlds, links) signed differential pressure [Pa], > 0 drives chamber 1
+    dtype: of the result (float64 for a derivative by differences, ``gait_gradient``)
     """
     channels = model.pressure_channel_world_start[:-1, None, None] + np.asarray(link_channels)[None]
-    pressure = np.zeros(max(model.pressure_channel_count, 1), dtype=np.float32)
+    pressure = np.zeros(max(model.pressure_channel_count, 1), dtype=dtype)
     pressure[channels.ravel()] = chamber_targets(differential).ravel()
     return pressure
 

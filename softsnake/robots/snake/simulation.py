@@ -459,13 +459,14 @@ class SnakeSimulation:
             body_transforms={handle: (body_q[s, b, :3], body_q[s, b, 3:7]) for handle, s, b in bodies})
 
     # ------------------------------------------------------------------ run
-    def pressure_schedule(self):
+    def pressure_schedule(self, **changes):
         """The open-loop inputs of every frame 0 .. ``frame_count`` (zero at frame 0, the start): the gait's link
         commands (frames + 1, snake_count, link_count) [Pa] at each frame's end time, the chambers' pressures
         through the latency model (..., 2) [Pa], and the differential pressure the engine is handed
         (frames + 1, snake_count, link_count) [Pa]. Steps a copy of ``self.latency`` from empty chambers through
         all frames: the gait is open loop, nothing here depends on the snakes' state (``run`` takes its inputs
-        from here, and a gradient through the gait, experiments/snake_gradient.py, sets them step by step)."""
+        from here, and a gradient through the gait, ``gait_gradient``, sets them step by step). ``changes``: gait
+        parameters to change, as ``gait_command`` takes them."""
         frames, links = self.frame_count, self.config.link_count
         latency = copy.deepcopy(self.latency)
         latency.reset()
@@ -473,7 +474,7 @@ class SnakeSimulation:
         chambers = np.zeros(command.shape + (2,))
         pressure = np.zeros_like(command)
         for frame in range(1, frames + 1):
-            command[frame] = self.gait_command(frame * self.dt)
+            command[frame] = self.gait_command(frame * self.dt, **changes)
             chambers[frame] = latency.step(command[frame], self.dt)
             pressure[frame] = latency.differential
         return command, chambers, pressure
