@@ -10,10 +10,11 @@ EXAMPLES = re.findall(r"```python\n(.*?)```", README.read_text(), flags=re.DOTAL
 
 
 def test_readme_has_its_examples():
-    assert len(EXAMPLES) == 3, "the README's Python examples: the engine, the snake from Python and the gradients"
+    assert len(EXAMPLES) == 4, ("the README's Python examples: the engine, the snake from Python, the gradients and "
+                                "the gait's gradient")
 
 
-@pytest.mark.parametrize("code", EXAMPLES, ids=["engine", "snake", "gradients"][:len(EXAMPLES)])
+@pytest.mark.parametrize("code", EXAMPLES, ids=["engine", "snake", "gradients", "gait_gradient"][:len(EXAMPLES)])
 def test_readme_example_runs(code, capsys):
     namespace = {"__name__": "__readme__"}
     exec(compile(code, str(README), "exec"), namespace)  # noqa: S102 - the README's own code
@@ -31,7 +32,7 @@ def test_readme_example_runs(code, capsys):
         seen = sim.observe()
         assert np.isfinite(seen.com).all() and seen.time == pytest.approx(0.5)
         assert np.all(np.abs(namespace["offset"]) <= 0.5)
-    else:  # the gradients example prints two finite numbers
+    else:  # the gradients examples print two finite numbers
         import math
 
         printed = capsys.readouterr().out.split()
