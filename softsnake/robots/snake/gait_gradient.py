@@ -8,12 +8,13 @@ function of the gait's parameters theta alone (``SnakeSimulation.pressure_schedu
 
 where dL/dp_k, the derivative of the loss with respect to the channel pressures held during frame k, is the engine's
 adjoint of the recorded rollout (``softsnake.gradients.rollout_gradient(..., per_step=True)``), and dp_k/dtheta the
-host schedule's, by central differences of the latency model in float64 (``HOST_STEPS``: the model is smooth between
-a valve's switches, and a step of 1e-6 leaves a derivative's truncation and rounding near 1e-10 of it; one-sided where
-theta sits on its bound, as the amplitude at 8 psi does, 1e-6 of it then). A gradient costs one recorded rollout, its
-adjoint (about three rollouts: experiments/results/snake.md, "Gradients through the snake") and 2 host schedules per
-parameter; central differences of whole rollouts would cost two rollouts per parameter and are noisier
-(experiments/snake_gait_gradient.py checks the one against the other).
+host schedule's, by central differences of the latency model in float64 (``HOST_STEPS``, about 1e-6 of each
+parameter; the model is smooth between a valve's switches: over 2 s of the gait the frequency's differences at steps
+of 1e-7 to 1e-4 Hz agree to 5e-7; one-sided where theta sits on its bound, as the amplitude at 8 psi does). A gradient
+costs one recorded rollout, its adjoint (about 1.7 s per substep of the coarse snake on one core of a 2-core CPU: 4 to
+12 rollouts at this budget, as fast as the rollout's solves converge; experiments/results/snake.md, "Gradients with
+respect to the gait") and 2 host schedules per parameter; central differences of whole rollouts would cost two
+rollouts per parameter, and the travel along x is too rough a function of the gait for them to settle (that page).
 """
 
 import dataclasses
@@ -63,12 +64,13 @@ def gait_gradient(seconds, *, gait=None, loss="travel", parameters=GAIT_FIELDS, 
 
     gait: a ``GaitParams`` of one snake (None: the paper's, ``SnakeSimulation``'s default)
     loss: "travel" or "lateral" (``LOSSES``)
-    parameters: names among ``GAIT_FIELDS`` (frequency [Hz], phase_shift [rad], offset [-], amplitude [Pa])
+    parameters: a name, or names, among ``GAIT_FIELDS`` (frequency [Hz], phase_shift [rad], offset [-], amplitude [Pa])
     resolution: the link mesh, "coarse" or "paper"
     solver_options: overrides of ``GRADIENT_BUDGET`` (a budget that leaves the substeps unconverged differentiates
         something else than what it steps: the gradient is then not that of its rollout)
     Returns a ``GaitGradient``. Raises ``ConfigError`` for an unknown loss or parameter, before any work.
     """
+    parameters = (parameters,) if isinstance(parameters, str) else tuple(parameters)
     unknown = [name for name in parameters if name not in GAIT_FIELDS]
     if unknown:
         raise ConfigError(f"gait parameters are {', '.join(GAIT_FIELDS)}, not {', '.join(map(str, unknown))}")
@@ -94,8 +96,8 @@ class _GaitRollout:
             raise ConfigError(f"loss must be one of {', '.join(LOSSES)}, got {loss!r}")
         self.axis = LOSSES[loss]
         self.sim = SnakeSimulation(1, seconds=seconds, gait=gait, resolution=resolution)
-        self.solver = Solver(self.sim.model, substeps=self.sim.solver.substeps,
-                             **{**GRADIENT_BUDGET, **(solver_options or {})})
+        self.solver = Solver(self.sim.model, **{"substeps": self.sim.solver.substeps, **GRADIENT_BUDGET,
+                                                **(solver_options or {})})
 
     def schedule(self, **changes):
         """The channel pressures of every frame, (frames, channels) [Pa], float64; ``changes``: gait parameters."""

@@ -24,8 +24,8 @@ def test_a_turning_gait_differentiated_by_offset_and_amplitude():
     with respect to the offset (central differences of the host schedule) and the amplitude (on its bound: one-sided,
     inwards), against Richardson-extrapolated differences of whole rollouts (central, steps 0.01 and 0.02 of the
     offset; backward, 2 % and 4 % of the amplitude). Tolerance 2 % (measured on the CPU: offset 0.40 %, amplitude
-    0.15 %). Smaller steps scatter: the loss, 12 um, moves by less than a float32 position's spacing near 0.3 m
-    (3e-8 m) at 0.25 % of the amplitude (its backward quotients at 0.25 / 0.5 / 1 / 2 / 4 %: 3.89 / 3.83 / 3.81 / 3.75
+    0.15 %). Smaller steps scatter: the loss, 12 um, moves by 5e-8 m at 0.25 % of the amplitude, about a float32
+    position's spacing near 0.3 m (3e-8 m) (its backward quotients at 0.25 / 0.5 / 1 / 2 / 4 %: 3.89 / 3.83 / 3.81 / 3.75
     / 3.72e-10 m/Pa, the adjoint 3.79e-10). The snake turns, and less with a larger offset over these first frames:
     the loss and its derivatives are far from zero."""
     result = gait_gradient(SECONDS, gait=GaitParams(offset=OFFSET), loss="lateral", parameters=("offset", "amplitude"))
