@@ -58,9 +58,7 @@ class SnakeRollout:
         self.modulus = self.model.tet_youngs_modulus.numpy().astype(np.float64)
         if self.gait:
             self.dt, self.substeps, self.steps = sim.dt, 2, sim.frame_count
-            differential = sim.pressure_schedule()[2]
-            self.pressures = [chamber_pressures(self.model, handle.link_channels, differential[k + 1])
-                              for k in range(self.steps)]
+            self.pressures = list(sim.channel_pressure_schedule())
         else:
             self.dt, self.substeps, self.steps = 1.0 / 240.0, 1, steps
             fixed = chamber_pressures(self.model, handle.link_channels, psi_to_pa(np.array([PRESSURES_PSI])))

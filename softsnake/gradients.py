@@ -175,7 +175,7 @@ class _StepEquations:
         body_dofs = [3 * P + np.arange(6 * a, 6 * b) for a, b in zip(m.body_world_start[:-1], m.body_world_start[1:])]
         rows = [np.arange(a, b) for a, b in zip(m.row_world_start[:-1], m.row_world_start[1:])]
         self.world_unknowns = [np.concatenate([p, b, self.dofs + r]) for p, b, r in zip(particle_dofs, body_dofs, rows)]
-        self.blocks = pattern.world_blocks(self.world_unknowns)
+        self.blocks = pattern.world_block_indices(self.world_unknowns)
         is_contact = np.zeros(max(m.row_count, 1), dtype=np.int32)
         is_contact[:m.row_count] = row_kinds(m) > 0  # contact normal and friction rows
         self.row_is_contact = wp.array(is_contact, dtype=int, device=d)
@@ -473,7 +473,7 @@ class _JacobianPattern:
         self.cols = deps.indices.astype(np.int64)
         self.entry_color = color[np.repeat(np.arange(size), np.diff(deps.indptr))]
 
-    def world_blocks(self, world_unknowns):
+    def world_block_indices(self, world_unknowns):
         """Per world (its unknowns, increasing): the positions of its diagonal block's entries among dG/dy's (CSR
         order) and the block's own CSR column indices and row starts. Raises if an entry couples two worlds."""
         local = np.full(self.size, -1, dtype=np.int64)

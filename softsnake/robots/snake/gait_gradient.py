@@ -26,7 +26,6 @@ from softsnake.gradients import record_rollout, rollout_gradient
 from softsnake.solver import Solver
 
 from .gait import GAIT_FIELDS
-from .robot import chamber_pressures
 from .simulation import SnakeSimulation
 
 GRADIENT_BUDGET = {"newton_iterations": 30, "linear_iterations": 200, "newton_tolerance": 1e-7, "linear_tolerance": 1e-6,
@@ -101,10 +100,7 @@ class _GaitRollout:
 
     def schedule(self, **changes):
         """The channel pressures of every frame, (frames, channels) [Pa], float64; ``changes``: gait parameters."""
-        sim = self.sim
-        differential = sim.pressure_schedule(**changes)[2]
-        return np.stack([chamber_pressures(sim.model, sim.snake.link_channels, differential[k + 1], dtype=np.float64)
-                         for k in range(sim.frame_count)])
+        return self.sim.channel_pressure_schedule(np.float64, **changes)
 
     def schedule_derivative(self, name):
         """d(channel pressures of every frame)/d(gait parameter ``name``) by central differences of the host schedule,

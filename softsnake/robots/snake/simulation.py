@@ -357,15 +357,18 @@ class SnakeSimulation:
         """The gait's link commands (eq. 9) at ``time`` [s], shape (snake_count, link_count) [Pa], links head first
         (``head_first_command``): this simulation's gait, or with some of its parameters (``GAIT_FIELDS``: frequency
         [Hz], phase_shift [rad], offset [-], amplitude [Pa]) changed, each a scalar or one value per snake."""
+        return head_first_command(self._gait_with(changes), time, self.config.link_count)
+
+    def _gait_with(self, changes):
+        """This simulation's gait with the parameters ``changes`` changes (``gait_command``'s)."""
         unknown = set(changes) - set(GAIT_FIELDS)
         if unknown:
             raise ConfigError(f"gait_command takes the gait parameters {', '.join(GAIT_FIELDS)}, not "
                               f"{', '.join(sorted(unknown))}")
-        gait = self.gait
-        if changes:
-            values = {name: changes.get(name, getattr(gait, name)) for name in GAIT_FIELDS}
-            gait = GaitParams(**values, snake_count=self.snake_count)
-        return head_first_command(gait, time, self.config.link_count)
+        if not changes:
+            return self.gait
+        values = {name: changes.get(name, getattr(self.gait, name)) for name in GAIT_FIELDS}
+        return GaitParams(**values, snake_count=self.snake_count)
 
     def step(self, command):
         """Advance every snake by one frame (``dt``) under the link commands ``command`` (snake_count, link_count)
@@ -468,16 +471,25 @@ class SnakeSimulation:
         from here, and a gradient through the gait, ``gait_gradient``, sets them step by step). ``changes``: gait
         parameters to change, as ``gait_command`` takes them."""
         frames, links = self.frame_count, self.config.link_count
+        gait = self._gait_with(changes)
         latency = copy.deepcopy(self.latency)
         latency.reset()
         command = np.zeros((frames + 1, self.snake_count, links))
         chambers = np.zeros(command.shape + (2,))
         pressure = np.zeros_like(command)
         for frame in range(1, frames + 1):
-            command[frame] = self.gait_command(frame * self.dt, **changes)
+            command[frame] = head_first_command(gait, frame * self.dt, links)
             chambers[frame] = latency.step(command[frame], self.dt)
             pressure[frame] = latency.differential
         return command, chambers, pressure
+
+    def channel_pressure_schedule(self, dtype=np.float32, **changes):
+        """What the engine is handed in every frame 1 .. ``frame_count``: every channel's pressure (frames, channels)
+        [Pa] (``chamber_pressures`` of ``pressure_schedule``'s differential pressures; ``changes`` as there), of
+        ``dtype`` (float64 for a derivative by differences, ``gait_gradient``)."""
+        differential = self.pressure_schedule(**changes)[2]
+        return np.stack([chamber_pressures(self.model, self.snake.link_channels, differential[frame], dtype=dtype)
+                         for frame in range(1, self.frame_count + 1)])
 
     def run(self, *, usd_path=None, usd_fps=USD_FPS_DEFAULT, usd_snakes=None, progress=True, on_frame=None,
             on_frame_every=1, start=None):

@@ -312,8 +312,17 @@ def test_pressure_schedule_is_what_a_run_applies(coarse):
     from it); without latency the differential pressure is the command itself, and with it the chambers lag
     behind their commands (the valve model of eqs. 10-12: the first frame's pressure below the command)."""
     command, chambers, pressure = SnakeSimulation(1, config=coarse, seconds=0.1).pressure_schedule()
-    trajectories = SnakeSimulation(1, config=coarse, seconds=0.1).run(progress=False)
+    sim = SnakeSimulation(1, config=coarse, seconds=0.1)
+    trajectories = sim.run(progress=False)
     assert np.array_equal(trajectories.command, command) and np.array_equal(trajectories.pressure, pressure)
+    # The channels' pressures of every frame: the last is what the run's control holds at its end.
+    channels = sim.channel_pressure_schedule()
+    assert channels.shape == (12, sim.model.pressure_channel_count)
+    assert np.array_equal(channels[-1], sim.control.pressure.numpy())
+    # A changed gait's schedule is that of a simulation built with it.
+    turned = SnakeSimulation(1, config=coarse, seconds=0.1, gait=GaitParams(offset=0.3)).pressure_schedule()
+    for mine, theirs in zip(sim.pressure_schedule(offset=0.3), turned):
+        assert np.array_equal(mine, theirs)
     assert command.shape == (13, 1, 4) and chambers.shape == (13, 1, 4, 2) and not command[0].any()
     assert np.all(np.abs(pressure[1]) < np.abs(command[1]))
     command, _, pressure = SnakeSimulation(1, config=coarse, seconds=0.1, latency=False).pressure_schedule()
